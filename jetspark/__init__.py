@@ -1,0 +1,11 @@
+"""jetspark: Hazelcast Jet's stream-processing ideas on Spark Structured Streaming.
+
+Subpackages: ``jetspark.datasources`` (jetkafka, jetrabbitmq, watermarks),
+``jetspark.sinks`` (jdbc, kafka), ``jetspark.windowing`` (frame windowing) and
+``jetspark.services`` (local Kafka/PostgreSQL/RabbitMQ for tests and the demo).
+"""
+
+from jetspark.errors import JetsparkError, OptionError
+
+__all__ = ["JetsparkError", "OptionError", "__version__"]
+__version__ = "0.1.0"

@@ -1,0 +1,85 @@
+"""The ``jetspark`` console command: local services and the demo pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jetspark.errors import JetsparkError
+
+
+def _services(args: argparse.Namespace) -> int:
+    from jetspark.services import local
+    from jetspark.services.endpoints import ENV_VARS, Endpoints
+
+    names = args.names or None
+    if args.action == "up":
+        endpoints, started = local.up(names)
+        reused = [n for n in (names or ENV_VARS) if n not in started]
+        print(f"started: {', '.join(started) or '-'}; already running: {', '.join(reused) or '-'}")
+        _print_env(endpoints)
+    elif args.action == "env":
+        records = local.status()
+        endpoints = Endpoints()
+        for name, rec in records.items():
+            if rec.alive() and (not names or name in names):
+                endpoints = endpoints.with_endpoint(name, rec.endpoint)
+        _print_env(endpoints)
+    elif args.action == "status":
+        for name, rec in local.status().items():
+            pids = ",".join(str(p.pid) for p in rec.processes)
+            state = "running" if rec.alive() else "DEAD"
+            print(f"{name:9} {state:8} pids={pids} endpoint={rec.endpoint} data={rec.data_dir}")
+    elif args.action == "down":
+        stopped = local.down(names)
+        print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+    elif args.action == "restart":
+        for name in names or []:
+            rec = local.restart(name)
+            print(f"restarted {name}: {rec.endpoint}")
+    return 0
+
+
+def _print_env(endpoints) -> None:
+    for key, value in endpoints.as_env().items():
+        print(f"export {key}='{value}'")
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from jetspark.demo import run_demo
+
+    return run_demo(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jetspark", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    svc = sub.add_parser("services", help="local Kafka, PostgreSQL and RabbitMQ on 127.0.0.1")
+    svc.add_argument("action", choices=["up", "env", "status", "down", "restart"])
+    svc.add_argument("names", nargs="*", metavar="NAME",
+                     help="kafka, postgres and/or rabbitmq (default: all)")
+    svc.set_defaults(func=_services)
+
+    demo = sub.add_parser("demo", help="run the demo pipeline on real services")
+    demo.add_argument("--records", type=int, default=20_000, help="events to produce")
+    demo.add_argument("--partitions", type=int, default=4, help="Kafka topic partitions")
+    demo.add_argument("--external", action="store_true",
+                      help="use the services named by JETSPARK_* variables, start none")
+    demo.add_argument("--keep-services", action="store_true",
+                      help="leave the local services running afterwards")
+    demo.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except JetsparkError as e:
+        print(f"jetspark: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Parsing of data source options into typed values, with errors that name the option.
+
+Spark hands options over as strings in a case-insensitive map. Each format parses them
+ONCE into a frozen dataclass (see the formats' ``*Options.parse``); the helpers here do
+the per-value work and raise :class:`~jetspark.errors.OptionError` naming the option, the
+value given and what is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from jetspark.errors import OptionError
+
+_DURATION_UNITS_MS = {
+    "ms": 1,
+    "milli": 1,
+    "millis": 1,
+    "millisecond": 1,
+    "milliseconds": 1,
+    "s": 1_000,
+    "sec": 1_000,
+    "secs": 1_000,
+    "second": 1_000,
+    "seconds": 1_000,
+    "m": 60_000,
+    "min": 60_000,
+    "mins": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+    "d": 86_400_000,
+    "day": 86_400_000,
+    "days": 86_400_000,
+}
+_DURATION_RE = re.compile(r"^\s*(?:interval\s+)?(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+DURATION_ACCEPTED = "a duration such as '10 seconds', '500ms', '2 minutes' or '1h' (>= 0)"
+
+
+class Options:
+    """Case-insensitive view of raw string options that remembers which ones were read."""
+
+    def __init__(self, raw: Mapping[str, str] | None) -> None:
+        self._raw = {str(k).lower(): (k, v) for k, v in (raw or {}).items()}
+        self._used: set[str] = set()
+
+    def get(self, name: str) -> str | None:
+        """The raw value of ``name`` (any case), or None when absent."""
+        self._used.add(name.lower())
+        item = self._raw.get(name.lower())
+        return None if item is None else str(item[1])
+
+    def with_prefix(self, prefix: str) -> dict[str, str]:
+        """All options starting with ``prefix`` (case-insensitive), prefix stripped.
+
+        The remainder keeps its original spelling (librdkafka keys are case-sensitive).
+        """
+        p = prefix.lower()
+        out = {}
+        for low, (orig, value) in self._raw.items():
+            if low.startswith(p):
+                self._used.add(low)
+                out[orig[len(prefix) :]] = str(value)
+        return out
+
+    def reject_unknown(self, known: Iterable[str], prefixes: Iterable[str] = ()) -> None:
+        """Raise for any option that is neither in ``known`` nor under one of ``prefixes``."""
+        known_low = {k.lower() for k in known}
+        prefix_low = tuple(p.lower() for p in prefixes)
+        for low, (orig, value) in sorted(self._raw.items()):
+            if low in known_low or (prefix_low and low.startswith(prefix_low)):
+                continue
+            accepted = ", ".join(sorted(known)) + "".join(f", {p}*" for p in prefixes)
+            raise OptionError(orig, value, f"one of the known options: {accepted}")
+
+    def string(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
+        value = self.get(name)
+        if value is None or value == "":
+            if required:
+                raise OptionError(name, value, "a non-empty value (this option is required)")
+            return default
+        return value
+
+    def boolean(self, name: str, default: bool) -> bool:
+        value = self.get(name)
+        if value is None:
+            return default
+        low = value.strip().lower()
+        if low in ("true", "1", "yes"):
+            return True
+        if low in ("false", "0", "no"):
+            return False
+        raise OptionError(name, value, "true or false")
+
+    def integer(
+        self, name: str, default: int | None, *, minimum: int | None = None
+    ) -> int | None:
+        value = self.get(name)
+        if value is None or value.strip() == "":
+            return default
+        accepted = "an integer" + (f" >= {minimum}" if minimum is not None else "")
+        try:
+            parsed = int(value.strip())
+        except ValueError:
+            raise OptionError(name, value, accepted) from None
+        if minimum is not None and parsed < minimum:
+            raise OptionError(name, value, accepted)
+        return parsed
+
+    def duration_ms(self, name: str, default: int | None) -> int | None:
+        value = self.get(name)
+        if value is None or value.strip() == "":
+            return default
+        return parse_duration_ms(value, option=name)
+
+    def choice(self, name: str, default: str, choices: Iterable[str]) -> str:
+        allowed = list(choices)
+        value = self.get(name)
+        if value is None or value.strip() == "":
+            return default
+        low = value.strip().lower()
+        for c in allowed:
+            if c.lower() == low:
+                return c
+        raise OptionError(name, value, "one of " + " | ".join(allowed))
+
+
+def parse_duration_ms(value: str, *, option: str = "duration") -> int:
+    """Parse '10 seconds', '500ms', '2m', '1.5 hours' or a plain number of ms into ms."""
+    m = _DURATION_RE.match(str(value))
+    if not m:
+        raise OptionError(option, value, DURATION_ACCEPTED)
+    number, unit = float(m.group(1)), m.group(2).lower()
+    if unit == "":
+        factor = 1
+    elif unit in _DURATION_UNITS_MS:
+        factor = _DURATION_UNITS_MS[unit]
+    else:
+        raise OptionError(option, value, DURATION_ACCEPTED)
+    return round(number * factor)

@@ -1,0 +1,112 @@
+"""Shared fixtures: real services (started once per test session) and one local Spark.
+
+Services come from ``JETSPARK_*`` variables, testcontainers, or local processes
+(DESIGN §8). A service that cannot start fails the tests that need it, with the cause;
+nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from jetspark.services import Endpoints, Services, acquire
+
+
+@pytest.fixture(scope="session")
+def services() -> Iterator[Services]:
+    """Kafka, PostgreSQL and RabbitMQ for this test session; stops only what it started."""
+    handle = acquire()
+    yield handle
+    handle.release()
+
+
+@pytest.fixture(scope="session")
+def endpoints(services: Services) -> Endpoints:
+    return services.endpoints
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(endpoints: Endpoints) -> str:
+    return endpoints.kafka_bootstrap
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(endpoints: Endpoints) -> str:
+    return endpoints.pg_dsn
+
+
+@pytest.fixture(scope="session")
+def amqp_url(endpoints: Endpoints) -> str:
+    return endpoints.amqp_url
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole run (local[2], UI off, RocksDB state)."""
+    from jetspark.spark import local_session
+
+    session = local_session("jetspark-tests")
+    yield session
+    session.stop()
+
+
+def _unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def kafka_topic(kafka_bootstrap: str) -> Iterator[Callable[..., str]]:
+    """Factory: ``kafka_topic(partitions=1, **topic_config)`` creates a fresh topic."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    created: list[str] = []
+
+    def make(partitions: int = 1, **config: str) -> str:
+        name = _unique("jet")
+        topic = NewTopic(name, partitions, 1, config={k.replace("_", "."): str(v)
+                                                       for k, v in config.items()})
+        admin.create_topics([topic], operation_timeout=30)[name].result(timeout=30)
+        created.append(name)
+        return name
+
+    yield make
+    if created:
+        for fut in admin.delete_topics(created, operation_timeout=30).values():
+            fut.result(timeout=30)
+
+
+@pytest.fixture
+def pg_schema(pg_dsn: str) -> Iterator[str]:
+    """A fresh PostgreSQL schema, dropped with everything in it afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    name = _unique("jet")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def rabbit_queue(amqp_url: str) -> Iterator[str]:
+    """A fresh durable RabbitMQ queue, deleted afterwards."""
+    import pika
+
+    name = _unique("jet")
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    try:
+        conn.channel().queue_declare(name, durable=True)
+    finally:
+        conn.close()
+    yield name
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    try:
+        conn.channel().queue_delete(name)
+    finally:
+        conn.close()

@@ -1,0 +1,72 @@
+"""Run a query script in a subprocess and kill it at a named fault point (jetspark.faults).
+
+The script runs in a session of its own, so the SIGKILL of ``jetspark.faults.point``
+takes down the driver JVM and every Python worker, and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from jetspark.faults import ENV_POINT, ENV_STATE
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    output: str
+
+    @property
+    def killed(self) -> bool:
+        return self.returncode == -9
+
+    def check_ok(self) -> Run:
+        assert self.returncode == 0, f"query script failed ({self.returncode}):\n{self.output[-5000:]}"
+        return self
+
+
+def run_script(
+    script: Path | str,
+    *args: str,
+    fault: str | None = None,
+    state_dir: Path,
+    env: dict[str, str] | None = None,
+    timeout_s: float = 300,
+) -> Run:
+    """Run ``python script args…``; with ``fault`` set, arm that point (``name[@n]``)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env.pop(ENV_POINT, None)
+    if fault:
+        state = state_dir / f"fault-{fault.replace('@', '-')}-{os.urandom(4).hex()}"
+        full_env[ENV_POINT] = fault
+        full_env[ENV_STATE] = str(state)
+    full_env["PYSPARK_PYTHON"] = sys.executable
+    root = str(Path(__file__).resolve().parent.parent)
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, full_env.get("PYTHONPATH")]))
+    log = state_dir / f"run-{os.urandom(4).hex()}.log"
+    with open(log, "w") as out_file:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), *args],
+            stdout=out_file, stderr=subprocess.STDOUT, env=full_env,
+            start_new_session=True, text=True,
+        )
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            raise AssertionError(
+                f"query script timed out after {timeout_s} s:\n{log.read_text()[-5000:]}"
+            ) from None
+        finally:
+            # Whatever the script left behind in its group (a dead JVM's Python workers).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+    out = log.read_text()
+    return Run(proc.returncode, out)

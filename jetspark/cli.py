@@ -13,7 +13,11 @@ def _services(args: argparse.Namespace) -> int:
     from jetspark.services.endpoints import ENV_VARS, Endpoints
 
     names = args.names or None
-    if args.action == "up":
+    if args.action == "fetch":
+        from jetspark.services.kafka import libs_dir
+
+        print(f"kafka jars: {libs_dir()}")
+    elif args.action == "up":
         endpoints, started = local.up(names)
         reused = [n for n in (names or ENV_VARS) if n not in started]
         print(f"started: {', '.join(started) or '-'}; already running: {', '.join(reused) or '-'}")
@@ -56,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     svc = sub.add_parser("services", help="local Kafka, PostgreSQL and RabbitMQ on 127.0.0.1")
-    svc.add_argument("action", choices=["up", "env", "status", "down", "restart"])
+    svc.add_argument("action", choices=["up", "env", "status", "down", "restart", "fetch"])
     svc.add_argument("names", nargs="*", metavar="NAME",
                      help="kafka, postgres and/or rabbitmq (default: all)")
     svc.set_defaults(func=_services)

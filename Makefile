@@ -1,0 +1,29 @@
+# The two commands of the README: `make demo` and `make test`. Both set up a fresh
+# machine first (scripts/bootstrap.sh: apt packages, .venv, Kafka jars).
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: bootstrap test demo lint services-up services-env services-down bench
+
+bootstrap:
+	bash scripts/bootstrap.sh
+
+test: bootstrap
+	$(BIN)/ruff check .
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+demo: bootstrap
+	$(BIN)/jetspark demo $(DEMO_ARGS)
+
+lint: bootstrap
+	$(BIN)/ruff check .
+
+services-up: bootstrap
+	$(BIN)/jetspark services up
+
+services-env:
+	$(BIN)/jetspark services env
+
+services-down:
+	$(BIN)/jetspark services down

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Set up everything jetspark's tests and demo need on a fresh Debian machine:
+#   - system packages when missing (Java, Maven, PostgreSQL, RabbitMQ) via apt-get
+#   - a virtual environment .venv with jetspark installed (editable) and its test deps
+#   - Apache Kafka's jars from Maven Central (cached under ~/.cache/jetspark)
+# Idempotent: a second run only checks. Needs root (or sudo) only to install packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+
+say() { printf '[bootstrap] %s\n' "$*"; }
+die() { printf '[bootstrap] ERROR: %s\n' "$*" >&2; exit 1; }
+
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "$PYTHON is $("$PYTHON" --version 2>&1); jetspark needs Python >= 3.11 (set PYTHON=...)"
+
+# --- system packages --------------------------------------------------------------
+missing=()
+command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || missing+=(maven)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO="sudo"; else
+    die "missing system packages: ${missing[*]}; install them (apt-get install ${missing[*]}) or run as root"
+  fi
+  say "installing system packages: ${missing[*]}"
+  $SUDO apt-get update -qq || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    >/tmp/jetspark-apt.log 2>&1 || { tail -n 30 /tmp/jetspark-apt.log >&2; die "apt-get install ${missing[*]} failed"; }
+fi
+java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])' || die "Java 17+ is required: $(java -version 2>&1 | head -n1)"
+
+# --- Python environment -----------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating virtual environment $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+stamp="$VENV/.jetspark-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  say "installing jetspark and its dependencies into $VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e ".[test,demo]"
+  touch "$stamp"
+fi
+
+# --- Kafka jars -------------------------------------------------------------------
+"$VENV/bin/jetspark" services fetch
+say "ready"

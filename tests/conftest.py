@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-
 from jetspark.services import Endpoints, Services, acquire
 
 

@@ -1,0 +1,67 @@
+"""Local services in a run directory of their own: idempotent start, restart, clean stop."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from jetspark.services import local, rabbitmq
+from jetspark.services.process import pid_alive
+from jetspark.services.registry import Registry
+
+pytestmark = pytest.mark.integration
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def own_run_dir(monkeypatch):
+    # Not under pytest's tmp_path: PostgreSQL runs as 'postgres' when we are root and
+    # must be able to reach its data directory.
+    path = Path(tempfile.mkdtemp(prefix="jetspark-lifecycle-"))
+    path.chmod(0o755)
+    monkeypatch.setenv("JETSPARK_RUN_DIR", str(path))
+    yield path
+    local.down()
+
+
+def test_up_is_idempotent_restart_keeps_data_down_leaves_nothing(own_run_dir):
+    endpoints, started = local.up(["postgres", "rabbitmq"])
+    assert sorted(started) == ["postgres", "rabbitmq"]
+    again, started_again = local.up(["postgres", "rabbitmq"])
+    assert started_again == [] and again == endpoints
+
+    with psycopg.connect(endpoints.pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE kept (v int)")
+        conn.execute("INSERT INTO kept VALUES (42)")
+    before = Registry(own_run_dir).load()["postgres"]
+    after = local.restart("postgres")
+    assert after.ports == before.ports and after.processes[0].pid != before.processes[0].pid
+    with psycopg.connect(endpoints.pg_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT v FROM kept").fetchall() == [(42,)]
+
+    rabbitmq.probe(endpoints.amqp_url)
+    assert _processes_mentioning(str(own_run_dir)), "services should run from the run dir"
+    pids = [p.pid for rec in Registry(own_run_dir).load().values() for p in rec.processes]
+    assert len(pids) == 3  # postgres, the RabbitMQ node and its own epmd
+    assert sorted(local.down()) == ["postgres", "rabbitmq"]
+    assert not any(pid_alive(pid) for pid in pids)
+    assert _processes_mentioning(str(own_run_dir)) == []
+    assert Registry(own_run_dir).load() == {}

@@ -9,11 +9,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
+from jetspark.errors import ServiceError
 from jetspark.services import kafka, postgres, rabbitmq
 from jetspark.services.endpoints import Endpoints
 from jetspark.services.process import free_port
-
-from jetspark.errors import ServiceError
 
 KAFKA_IMAGE = f"apache/kafka:{kafka.KAFKA_VERSION}"
 POSTGRES_IMAGE = "postgres:16"

@@ -10,10 +10,9 @@ import uuid
 from importlib import resources
 from pathlib import Path
 
+from jetspark.errors import ServiceError
 from jetspark.services.process import ensure_port_free, free_port, spawn, wait_ready
 from jetspark.services.registry import ServiceRecord, cache_dir
-
-from jetspark.errors import ServiceError
 
 NAME = "kafka"
 KAFKA_VERSION = "4.1.1"

@@ -8,12 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
+from jetspark.errors import ServiceError
 from jetspark.services import kafka, postgres, rabbitmq
 from jetspark.services.endpoints import SERVICES, Endpoints
 from jetspark.services.process import stop
 from jetspark.services.registry import Registry, ServiceRecord
-
-from jetspark.errors import ServiceError
 
 _MODULES: dict[str, ModuleType] = {"kafka": kafka, "postgres": postgres, "rabbitmq": rabbitmq}
 

@@ -10,11 +10,10 @@ import signal
 import subprocess
 from pathlib import Path
 
+from jetspark.errors import ServiceError
 from jetspark.services.endpoints import redact_dsn
 from jetspark.services.process import ensure_port_free, free_port, spawn, wait_ready
 from jetspark.services.registry import ServiceRecord
-
-from jetspark.errors import ServiceError
 
 NAME = "postgres"
 USER = "jetspark"

@@ -6,10 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
+from jetspark.errors import ServiceError
 from jetspark.services.process import ensure_port_free, free_port, spawn, stop, wait_ready
 from jetspark.services.registry import ServiceRecord
-
-from jetspark.errors import ServiceError
 
 NAME = "rabbitmq"
 

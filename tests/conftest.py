@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+
 from jetspark.services import Endpoints, Services, acquire
 
 

@@ -35,7 +35,7 @@ def test_free_port_is_bindable_and_below_ephemeral_range():
 
 def test_missing_postgres_binaries_are_named(tmp_path, monkeypatch):
     monkeypatch.setenv("JETSPARK_PG_BIN", str(tmp_path / "nowhere"))
-    with pytest.raises(ServiceError, match="postgres: JETSPARK_PG_BIN=.*has no 'initdb'"):
+    with pytest.raises(ServiceError, match=r"postgres: JETSPARK_PG_BIN=.*has no 'initdb'"):
         postgres.start(tmp_path / "pg")
 
 

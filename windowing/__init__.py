@@ -1,0 +1,1 @@
+"""jetspark.windowing: frame windowing (aggregate operations, sliding/tumbling/session)."""

@@ -10,7 +10,7 @@ from jetspark.errors import JetsparkError
 
 def _services(args: argparse.Namespace) -> int:
     from jetspark.services import local
-    from jetspark.services.endpoints import ENV_VARS, Endpoints
+    from jetspark.services.endpoints import SERVICES, Endpoints
 
     names = args.names or None
     if args.action == "fetch":
@@ -19,7 +19,7 @@ def _services(args: argparse.Namespace) -> int:
         print(f"kafka jars: {libs_dir()}")
     elif args.action == "up":
         endpoints, started = local.up(names)
-        reused = [n for n in (names or ENV_VARS) if n not in started]
+        reused = [n for n in (names or SERVICES) if n not in started]
         print(f"started: {', '.join(started) or '-'}; already running: {', '.join(reused) or '-'}")
         _print_env(endpoints)
     elif args.action == "env":

@@ -4,39 +4,43 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ENV_VARS = {
     "kafka": "JETSPARK_KAFKA_BOOTSTRAP",
     "postgres": "JETSPARK_PG_DSN",
     "rabbitmq": "JETSPARK_AMQP_URL",
+    "spark": "JETSPARK_SPARK_MASTER",
 }
-SERVICES = tuple(ENV_VARS)
+# What tests and the demo start by default; a Spark standalone cluster only on request.
+SERVICES = ("kafka", "postgres", "rabbitmq")
+_FIELDS = {"kafka": "kafka_bootstrap", "postgres": "pg_dsn", "rabbitmq": "amqp_url",
+           "spark": "spark_master"}
 
 
 @dataclass(frozen=True)
 class Endpoints:
-    """Where each service answers: Kafka bootstrap servers, a libpq DSN, an AMQP URL."""
+    """Where each service answers: Kafka bootstrap servers, a libpq DSN, an AMQP URL, and
+    the master URL of a Spark standalone cluster."""
 
     kafka_bootstrap: str | None = None
     pg_dsn: str | None = None
     amqp_url: str | None = None
+    spark_master: str | None = None
 
     def get(self, service: str) -> str | None:
-        return {"kafka": self.kafka_bootstrap, "postgres": self.pg_dsn,
-                "rabbitmq": self.amqp_url}[service]
+        return getattr(self, _FIELDS[service])
 
     def with_endpoint(self, service: str, value: str) -> Endpoints:
-        field = {"kafka": "kafka_bootstrap", "postgres": "pg_dsn", "rabbitmq": "amqp_url"}
-        return Endpoints(**{**self.__dict__, field[service]: value})
+        return replace(self, **{_FIELDS[service]: value})
 
     def as_env(self) -> dict[str, str]:
         """The ``JETSPARK_*`` variables that point other processes at these services."""
-        return {ENV_VARS[s]: v for s in SERVICES if (v := self.get(s)) is not None}
+        return {ENV_VARS[s]: v for s in ENV_VARS if (v := self.get(s)) is not None}
 
     @classmethod
     def from_env(cls) -> Endpoints:
-        return cls(*(os.environ.get(ENV_VARS[s]) or None for s in SERVICES))
+        return cls(**{_FIELDS[s]: os.environ.get(v) or None for s, v in ENV_VARS.items()})
 
 
 _PASSWORD_IN_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@]*):[^@/]*@", re.I)

@@ -9,19 +9,22 @@ from pathlib import Path
 from types import ModuleType
 
 from jetspark.errors import ServiceError
-from jetspark.services import kafka, postgres, rabbitmq
+from jetspark.services import kafka, postgres, rabbitmq, spark_cluster
 from jetspark.services.endpoints import SERVICES, Endpoints
 from jetspark.services.process import stop
 from jetspark.services.registry import Registry, ServiceRecord
 
-_MODULES: dict[str, ModuleType] = {"kafka": kafka, "postgres": postgres, "rabbitmq": rabbitmq}
+# The three brokers start by default; the Spark standalone cluster only when named.
+_MODULES: dict[str, ModuleType] = {
+    "kafka": kafka, "postgres": postgres, "rabbitmq": rabbitmq, "spark": spark_cluster,
+}
 
 
 def _names(names: Iterable[str] | None) -> list[str]:
     chosen = list(names) if names is not None else list(SERVICES)
     for name in chosen:
         if name not in _MODULES:
-            raise ServiceError(f"unknown service {name!r}; known: {', '.join(SERVICES)}")
+            raise ServiceError(f"unknown service {name!r}; known: {', '.join(_MODULES)}")
     return chosen
 
 

@@ -1,0 +1,152 @@
+"""Messages per second: jetrabbitmq -> noop sink vs a plain pika consumer (the ceiling).
+
+Both drain the same queue filled with the same messages. The ceiling is pika's blocking
+consumer with manual acks (prefetch as jetrabbitmq's, one ``multiple`` ack per prefetch
+window): no WAL, no dedup, no Spark. jetrabbitmq runs with ``Trigger.AvailableNow`` into
+Spark's ``noop`` sink; its time includes the query start (the Spark session is warm); the
+steady rate leaves out
+the first batch (Python workers starting).
+
+    .venv/bin/python bench/bench_jetrabbitmq.py [--messages 100000] [--body-bytes 200]
+
+Writes bench/reports/jetrabbitmq.json and prints the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pika
+
+REPORTS = Path(__file__).resolve().parent / "reports"
+
+
+def amqp_url() -> str:
+    url = os.environ.get("JETSPARK_AMQP_URL")
+    if url:
+        return url
+    from jetspark.services import local
+
+    return local.status()["rabbitmq"].endpoint
+
+
+def fill(url: str, queue: str, n: int, body_bytes: int) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.queue_declare(queue, durable=True)
+    ch.queue_purge(queue)
+    pad = b"x" * max(0, body_bytes - 16)
+    props = [pika.BasicProperties(message_id=f"{i:012d}", delivery_mode=2,
+                                  timestamp=1_700_000_000 + i // 1000) for i in range(n)]
+    for i in range(n):
+        ch.basic_publish("", queue, b"%012d" % i + pad, props[i])
+    deadline = time.monotonic() + 120
+    while ch.queue_declare(queue, passive=True).method.message_count < n:
+        if time.monotonic() > deadline:
+            raise RuntimeError("publishing did not complete")
+        time.sleep(0.1)
+    conn.close()
+
+
+def plain_pika(url: str, queue: str, n: int, prefetch: int) -> float:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    ch = conn.channel()
+    ch.basic_qos(prefetch_count=prefetch)
+    got = 0
+    last_tag = 0
+    step = max(1, prefetch // 2)
+
+    def on_message(channel, method, _props, _body) -> None:
+        nonlocal got, last_tag
+        got += 1
+        last_tag = method.delivery_tag
+        if got % step == 0 or got == n:
+            channel.basic_ack(method.delivery_tag, multiple=True)
+
+    t0 = time.perf_counter()
+    ch.basic_consume(queue, on_message, auto_ack=False)
+    while got < n:
+        conn.process_data_events(time_limit=1)
+    elapsed = time.perf_counter() - t0
+    conn.close()
+    return elapsed
+
+
+def jetrabbitmq(
+    spark, url: str, queue: str, n: int, prefetch: int, max_per_trigger: int
+) -> tuple[float, int]:
+    work = tempfile.mkdtemp(prefix="bench-jetrabbitmq-")
+    stream = (spark.readStream.format("jetrabbitmq").option("url", url).option("queue", queue)
+              .option("walLocation", f"{work}/wal").option("prefetch", str(prefetch))
+              .option("maxMessagesPerTrigger", str(max_per_trigger)).load())
+    t0 = time.perf_counter()
+    query = (stream.writeStream.format("noop").option("checkpointLocation", f"{work}/cp")
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    elapsed = time.perf_counter() - t0
+    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    if rows != n:
+        raise RuntimeError(f"jetrabbitmq read {rows} rows, expected {n}: {query.recentProgress}")
+    progress = query.recentProgress
+    for p in progress:
+        print("batch", p["batchId"], p["numInputRows"], p["durationMs"])
+    later = [p for p in progress if p["batchId"] > 0 and p["numInputRows"]]
+    steady_rows = sum(p["numInputRows"] for p in later)
+    steady_ms = sum(p["durationMs"]["triggerExecution"] for p in later)
+    steady = steady_rows * 1000 / steady_ms if steady_ms else float("nan")
+    return elapsed, len(progress), steady
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--body-bytes", type=int, default=200)
+    ap.add_argument("--prefetch", type=int, default=40_000)
+    ap.add_argument("--max-per-trigger", type=int, default=20_000)
+    args = ap.parse_args()
+    url = amqp_url()
+    queue = f"bench_{uuid.uuid4().hex[:8]}"
+    from jetspark.datasources.rabbitmq_source import RabbitMQDataSource
+    from jetspark.spark import local_session
+
+    spark = local_session("bench-jetrabbitmq")
+    spark.dataSource.register(RabbitMQDataSource)
+    try:
+        fill(url, queue, args.messages, args.body_bytes)
+        t_pika = plain_pika(url, queue, args.messages, args.prefetch)
+        fill(url, queue, args.messages, args.body_bytes)
+        t_jet, batches, steady = jetrabbitmq(
+            spark, url, queue, args.messages, args.prefetch, args.max_per_trigger
+        )
+    finally:
+        conn = pika.BlockingConnection(pika.URLParameters(url))
+        conn.channel().queue_delete(queue)
+        conn.close()
+    report = {
+        "messages": args.messages, "body_bytes": args.body_bytes, "prefetch": args.prefetch,
+        "max_per_trigger": args.max_per_trigger, "batches": batches,
+        "pika_manual_ack_msgs_per_s": round(args.messages / t_pika),
+        "jetrabbitmq_noop_msgs_per_s": round(args.messages / t_jet),
+        "jetrabbitmq_steady_msgs_per_s": round(steady),
+        "pika_s": round(t_pika, 3), "jetrabbitmq_s": round(t_jet, 3),
+        "ratio_jetrabbitmq_to_pika": round(t_pika / t_jet, 3),
+        "ratio_steady_to_pika": round(steady * t_pika / args.messages, 3),
+    }
+    REPORTS.mkdir(exist_ok=True)
+    (REPORTS / "jetrabbitmq.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    print(f"jetrabbitmq reaches {report['ratio_jetrabbitmq_to_pika']:.0%} of the plain pika consumer "
+          f"({report['jetrabbitmq_noop_msgs_per_s']} vs {report['pika_manual_ack_msgs_per_s']} msg/s, "
+          f"query start included); after the first batch {report['ratio_steady_to_pika']:.0%} "
+          f"({report['jetrabbitmq_steady_msgs_per_s']} msg/s)")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

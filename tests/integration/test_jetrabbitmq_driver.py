@@ -1,0 +1,168 @@
+"""The acknowledging-queue protocol on real RabbitMQ, driven directly (no Spark; fast)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from jetspark.datasources.rabbitmq_consumer import QueueConsumer, QueueError
+from jetspark.datasources.rabbitmq_driver import MissingMessageIdError, QueueDriver, WalGapError
+from jetspark.datasources.rabbitmq_options import RabbitMQOptions
+from jetspark.datasources.rabbitmq_wal import WalRange
+from tests.integration.scripts.rabbitmq_common import publish, wait_counts
+
+pytestmark = pytest.mark.integration
+
+
+def _driver(amqp_url, queue, tmp_path, **extra) -> QueueDriver:
+    raw = {"url": amqp_url, "queue": queue, "walLocation": str(tmp_path / "wal"), **extra}
+    return QueueDriver(RabbitMQOptions.parse(raw))
+
+
+def _ids(driver: QueueDriver, start: dict, end: dict) -> list[str]:
+    ranges = driver.plan(start, end)
+    return [i for r in ranges for i in driver.wal.read(r, ["message_id"]).column(0).to_pylist()]
+
+
+def test_acks_only_after_commit_and_dedups_redeliveries(amqp_url, rabbit_queue, tmp_path):
+    publish(amqp_url, rabbit_queue, [f"m{i}" for i in range(10)])
+    d = _driver(amqp_url, rabbit_queue, tmp_path, maxMessagesPerTrigger="4")
+    o0 = d.initial_offset()
+    o1 = d.latest_offset(o0, 4)
+    assert o1["seq"] == 4 and _ids(d, o0, o1) == ["m0", "m1", "m2", "m3"]
+    assert wait_counts(rabbit_queue, (0, 10)) == (0, 10)  # all prefetched, nothing acked
+    o2 = d.latest_offset(o1, 4)  # Spark asks for the next batch: batch 1 is committed
+    assert wait_counts(rabbit_queue, (0, 6)) == (0, 6)
+    # crash: batch [4, 8) is in the WAL and in Spark's offset log but not committed
+    d.stop()
+    assert wait_counts(rabbit_queue, (6, 0)) == (6, 0)
+    d2 = _driver(amqp_url, rabbit_queue, tmp_path, maxMessagesPerTrigger="4")
+    assert _ids(d2, o1, o2) == ["m4", "m5", "m6", "m7"]  # the batch replays from the WAL
+    o3 = d2.latest_offset(o2, 4)  # batch 2 committed: its redeliveries are duplicates
+    assert _ids(d2, o2, o3) == ["m8", "m9"]
+    assert o3["counts"]["duplicates"] == 4
+    d2.commit_through(o3["seq"])
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+    assert d2.wal.ranges() == []
+    d2.stop()
+
+
+def test_orphan_wal_batch_is_discarded_and_rebatched(amqp_url, rabbit_queue, tmp_path):
+    publish(amqp_url, rabbit_queue, ["a", "b", "c"])
+    d = _driver(amqp_url, rabbit_queue, tmp_path)
+    o0 = d.initial_offset()
+    d.latest_offset(o0, None)  # WAL written; crash before Spark logs the offset
+    d.stop()
+    d2 = _driver(amqp_url, rabbit_queue, tmp_path)
+    assert d2.wal.ranges() == [WalRange(0, 3)]
+    o1 = d2.latest_offset(o0, None)
+    assert o1["seq"] == 3 and sorted(_ids(d2, o0, o1)) == ["a", "b", "c"]
+    assert o1["counts"]["duplicates"] == 0
+    d2.latest_offset(o1, None)
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+    d2.stop()
+
+
+def test_same_message_id_counts_once_within_retention(amqp_url, rabbit_queue, tmp_path):
+    publish(amqp_url, rabbit_queue, ["x", "y", "x"])
+    d = _driver(amqp_url, rabbit_queue, tmp_path)
+    o1 = d.latest_offset(d.initial_offset(), None)
+    assert o1["seq"] == 2
+    publish(amqp_url, rabbit_queue, ["y", "z"])
+    o2 = d.latest_offset(o1, None)
+    assert _ids(d, o1, o2) == ["z"] and o2["counts"]["duplicates"] == 2
+    d.stop()
+
+
+def test_duplicate_after_retention_is_new(amqp_url, rabbit_queue, tmp_path):
+    clock = [1_000_000]
+    raw = {"url": amqp_url, "queue": rabbit_queue, "walLocation": str(tmp_path), "dedupRetention": "1 minute"}
+    d = QueueDriver(RabbitMQOptions.parse(raw), clock=lambda: clock[0])
+    publish(amqp_url, rabbit_queue, ["x"])
+    o1 = d.latest_offset(d.initial_offset(), None)
+    d.latest_offset(o1, None)  # commits "x"
+    clock[0] += 61_000
+    publish(amqp_url, rabbit_queue, ["x"])
+    o2 = d.latest_offset(o1, None)
+    assert _ids(d, o1, o2) == ["x"]
+    d.stop()
+
+
+@pytest.mark.parametrize("policy", ["fail", "hash", "drop"])
+def test_missing_message_id_policy(amqp_url, rabbit_queue, tmp_path, policy):
+    publish(amqp_url, rabbit_queue, ["a", None, None, "b"], bodies=[b"1", b"same", b"same", b"2"])
+    d = _driver(amqp_url, rabbit_queue, tmp_path, onMissingMessageId=policy)
+    o0 = d.initial_offset()
+    if policy == "fail":
+        with pytest.raises(MissingMessageIdError, match="onMissingMessageId"):
+            d.latest_offset(o0, None)
+        d.stop()
+        assert wait_counts(rabbit_queue, (4, 0)) == (4, 0)  # nothing lost
+        return
+    o1 = d.latest_offset(o0, None)
+    d.latest_offset(o1, None)
+    ids = _ids(d, o0, o1) if d.wal.ranges() else None
+    counts = o1["counts"]
+    if policy == "hash":
+        assert o1["seq"] == 3 and counts["missingIdHashed"] == 2 and counts["duplicates"] == 1
+    else:
+        assert o1["seq"] == 2 and counts["missingIdDropped"] == 2
+    assert ids is None  # committed and dropped from the WAL
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+    d.stop()
+
+
+def test_header_message_id_and_event_time(amqp_url, rabbit_queue, tmp_path):
+    publish(amqp_url, rabbit_queue, [None, None],
+            headers=[{"x-id": "h1", "ts": 5_000}, {"x-id": "h2", "ts": 9_000}])
+    d = _driver(amqp_url, rabbit_queue, tmp_path, messageId="header:x-id", eventTime="header:ts",
+                **{"watermark.lag": "1 second"})
+    o0 = d.initial_offset()
+    o1 = d.latest_offset(o0, None)
+    assert _ids(d, o0, o1) == ["h1", "h2"]
+    assert o1["watermark"]["partitions"]["queue"]["maxTs"] == 9_000 and o1["watermark"]["watermark"] == 8_000
+    d.stop()
+
+
+def test_plan_fails_clearly_when_the_wal_is_gone(amqp_url, rabbit_queue, tmp_path):
+    d = _driver(amqp_url, rabbit_queue, tmp_path)
+    with pytest.raises(WalGapError, match="walLocation"):
+        d.plan({"seq": 0}, {"seq": 5})
+    d.stop()
+
+
+def test_missing_queue_is_a_clear_error(amqp_url, tmp_path):
+    c = QueueConsumer(amqp_url, "no_such_queue_jet", 10, reconnect_timeout_s=1)
+    with pytest.raises(QueueError, match="does not exist"):
+        c.ensure_open()
+    c.close()
+
+
+def test_acks_of_an_older_channel_are_skipped(amqp_url, rabbit_queue, tmp_path):
+    publish(amqp_url, rabbit_queue, ["a", "b"])
+    c = QueueConsumer(amqp_url, rabbit_queue, 10)
+    old = c.fetch(2, 0.2)
+    assert [d.generation for d in old] == [1, 1]
+    c._conn.close()  # the connection is lost; the broker requeues both
+    c.ensure_open()
+    assert c.generation == 2
+    assert c.ack(old) == 0
+    new = c.fetch(2, 0.2)
+    assert [d.redelivered for d in new] == [True, True]
+    assert c.ack(new) == 2
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+    c.close()
+
+
+def test_idle_connection_survives_heartbeats(amqp_url, rabbit_queue):
+    """pika does not answer heartbeats by itself; the keepalive thread does."""
+    publish(amqp_url, rabbit_queue, ["a"])
+    c = QueueConsumer(amqp_url + "?heartbeat=1", rabbit_queue, 10)
+    got = c.fetch(1, 0.2)
+    time.sleep(5)  # the scenario itself: five heartbeat intervals without any call
+    c.ensure_open()
+    assert c.generation == 1 and c.reconnects == 0
+    assert c.ack(got) == 1
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+    c.close()

@@ -1,0 +1,74 @@
+"""jetrabbitmq options: parsed once, validated, errors name option, value and accepted values."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetspark.datasources.rabbitmq_options import RabbitMQOptions
+from jetspark.errors import JetsparkError, OptionError
+
+BASE = {"url": "amqp://guest:secret@localhost:5672/%2F", "queue": "q", "walLocation": "/tmp/wal"}
+
+
+def test_defaults():
+    o = RabbitMQOptions.parse(BASE)
+    assert (o.queue, o.wal_location, o.prefetch) == ("q", "/tmp/wal", 10_000)
+    assert o.max_messages_per_trigger is None
+    assert (o.message_id, o.on_missing_message_id, o.event_time, o.late_records) == (
+        "message_id", "fail", "timestamp", "drop")
+    assert o.dedup_retention_ms == 24 * 3_600_000
+    assert o.batch_limit == 10_000
+
+
+def test_all_options_case_insensitive():
+    o = RabbitMQOptions.parse({
+        **BASE, "MAXMESSAGESPERTRIGGER": "500", "prefetch": "800", "messageId": "header:x-id",
+        "onMissingMessageId": "HASH", "dedupRetention": "2 hours", "eventTime": "header:ts",
+        "watermark.lag": "5 seconds", "watermark.idleTimeout": "1 min", "lateRecords": "keep",
+    })
+    assert o.max_messages_per_trigger == 500 and o.prefetch == 800 and o.batch_limit == 500
+    assert o.message_id_header == "x-id" and o.event_time_header == "ts"
+    assert o.on_missing_message_id == "hash" and o.dedup_retention_ms == 7_200_000
+    assert o.watermark_lag_ms == 5_000 and o.idle_timeout_ms == 60_000 and o.late_records == "keep"
+
+
+def test_prefetch_defaults_to_cover_the_trigger_limit():
+    assert RabbitMQOptions.parse({**BASE, "maxMessagesPerTrigger": "50000"}).prefetch == 50_000
+
+
+def test_body_hash_message_id():
+    assert RabbitMQOptions.parse({**BASE, "messageId": "bodyhash"}).message_id == "bodyHash"
+
+
+@pytest.mark.parametrize(
+    ("changes", "option", "accepted"),
+    [
+        ({"url": None}, "url", "required"),
+        ({"queue": ""}, "queue", "required"),
+        ({"walLocation": None}, "walLocation", "required"),
+        ({"url": "http://x"}, "url", "AMQP URI"),
+        ({"maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger", ">= 1"),
+        ({"maxMessagesPerTrigger": "200", "prefetch": "100"}, "maxMessagesPerTrigger", "at most prefetch"),
+        ({"prefetch": "many"}, "prefetch", "an integer"),
+        ({"messageId": "correlation"}, "messageId", "header:<name>"),
+        ({"eventTime": "header:"}, "eventTime", "header:<name>"),
+        ({"onMissingMessageId": "skip"}, "onMissingMessageId", "fail | hash | drop"),
+        ({"dedupRetention": "forever"}, "dedupRetention", "duration"),
+        ({"lateRecords": "flag"}, "lateRecords", "drop | keep"),
+        ({"subscribe": "x"}, "subscribe", "known options"),
+    ],
+)
+def test_bad_options_are_named(changes, option, accepted):
+    raw = {k: v for k, v in {**BASE, **changes}.items() if v is not None}
+    with pytest.raises(OptionError) as e:
+        RabbitMQOptions.parse(raw)
+    assert e.value.option.lower() == option.lower()
+    assert accepted in e.value.accepted
+    assert isinstance(e.value, JetsparkError)
+
+
+def test_options_are_frozen_and_url_redacted():
+    o = RabbitMQOptions.parse(BASE)
+    with pytest.raises(AttributeError):
+        o.queue = "other"  # type: ignore[misc]
+    assert "secret" not in o.redacted_url() and "guest" in o.redacted_url()

@@ -1,0 +1,60 @@
+"""The queue's watermark through the shared tracker: one partition, state in the offset."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jetspark.datasources.rabbitmq_watermark import QueueWatermark
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def test_first_batch_sets_max_watermark_and_late_records():
+    wm = QueueWatermark(lag_ms=5, idle_timeout_ms=60_000, clock=Clock())
+    state, late = wm.advance(wm.initial(), np.array([10, 30, 24, 25]))
+    assert late.tolist() == [False, False, True, False]
+    assert state["watermark"] == 25 and state["partitions"]["queue"]["maxTs"] == 30
+
+
+def test_watermark_holds_and_late_against_previous_w():
+    wm = QueueWatermark(lag_ms=0, idle_timeout_ms=60_000, clock=Clock())
+    state, _ = wm.advance(wm.initial(), np.array([100]))
+    state, late = wm.advance(json.loads(json.dumps(state)), np.array([50, 120]))
+    assert late.tolist() == [True, False] and state["watermark"] == 120
+
+
+def test_idle_queue_is_flagged_when_it_rejoins_after_the_timeout():
+    clock = Clock()
+    wm = QueueWatermark(lag_ms=0, idle_timeout_ms=1_000, clock=clock)
+    state, _ = wm.advance(wm.initial(), np.array([100]))
+    clock.now += 5_000
+    state, _ = wm.advance(state, np.array([200]))
+    assert state["partitions"]["queue"]["idle"] is False and state["watermark"] == 200
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 1_000), max_size=10), max_size=6), st.integers(0, 50))
+def test_watermark_never_decreases_and_late_matches_a_loop(batches, lag):
+    wm = QueueWatermark(lag_ms=lag, idle_timeout_ms=60_000, clock=Clock())
+    state = wm.initial()
+    running = None
+    for ts in batches:
+        w_prev = state["watermark"]
+        state2, late = wm.advance(state, np.array(ts, dtype=np.int64))
+        for t, is_late in zip(ts, late.tolist(), strict=True):
+            bounds = [b for b in (None if running is None else running - lag, w_prev) if b is not None]
+            assert is_late == (bool(bounds) and t < max(bounds))
+            running = t if running is None else max(running, t)
+        if w_prev is not None:
+            assert state2["watermark"] >= w_prev
+        state = state2

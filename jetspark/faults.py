@@ -1,11 +1,16 @@
 """Named fault-injection points: SIGKILL the whole driver at a chosen point.
 
 Library code marks crash-relevant moments with ``point("sink.after_prepare")``. A test
-runs a query in a subprocess with ``JETSPARK_FAULT=<name>[@<n>]`` (and
+runs a query in a subprocess with ``JETSPARK_FAULT=<name>[@<n>][:worker]`` (and
 ``JETSPARK_FAULT_STATE=<file>``); when the point is reached for the n-th time (default
 1st), the process group — the driver JVM, its Python workers, the script — is killed with
 SIGKILL, as a crashed machine would be. Hits are counted across processes in the state
-file. Without ``JETSPARK_FAULT`` a point costs one dictionary lookup.
+file. The kill covers the whole *session* of the process that hits the point: PySpark's
+worker daemon moves its workers into a process group of its own, but not into a new
+session, so a point hit in an executor task or in the driver's commit worker still takes
+down the driver JVM. With the ``:worker`` suffix only the process that hits the point
+dies (a crashed Python worker: Spark retries the task). Without ``JETSPARK_FAULT`` a
+point costs one dictionary lookup.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ def point(name: str) -> None:
     spec = os.environ.get(ENV_POINT)
     if not spec:
         return
+    spec, _, scope = spec.partition(":")
     target, _, nth = spec.partition("@")
     if target != name:
         return
@@ -36,4 +42,22 @@ def point(name: str) -> None:
             os.close(fd)
         hits = os.path.getsize(state)
     if hits == wanted:
-        os.killpg(os.getpgrp(), signal.SIGKILL)
+        if scope == "worker":
+            os.kill(os.getpid(), signal.SIGKILL)
+        _kill_session(os.getsid(0))
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid``, this one last."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid:
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+    os.kill(me, signal.SIGKILL)

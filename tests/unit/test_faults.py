@@ -46,3 +46,29 @@ def test_armed_point_kills_process_group_at_nth_hit(tmp_path):
 def test_other_point_names_do_not_fire(tmp_path):
     run = run_script(_script(tmp_path), fault="other.step", state_dir=tmp_path).check_ok()
     assert "finished" in run.output
+
+
+def test_worker_scope_kills_only_the_hitting_process(tmp_path):
+    path = tmp_path / "worker.py"
+    path.write_text(textwrap.dedent("""
+        import subprocess, sys
+        code = "from jetspark.faults import point; point('task.step')"
+        rc = subprocess.run([sys.executable, "-c", code]).returncode
+        print("worker exit", rc, flush=True)
+    """))
+    run = run_script(path, fault="task.step:worker", state_dir=tmp_path).check_ok()
+    assert "worker exit -9" in run.output
+
+
+def test_driver_scope_reaches_processes_in_another_group_of_the_session(tmp_path):
+    # PySpark's daemon puts Python workers in a process group of their own; the kill
+    # must still take down the driver (here: the script that started the worker).
+    path = tmp_path / "daemon.py"
+    path.write_text(textwrap.dedent("""
+        import os, subprocess, sys
+        code = "import os; os.setpgid(0, 0); from jetspark.faults import point; point('task.step')"
+        subprocess.run([sys.executable, "-c", code])
+        print("driver survived", flush=True)
+    """))
+    run = run_script(path, fault="task.step", state_dir=tmp_path)
+    assert run.killed and "driver survived" not in run.output

@@ -1,0 +1,275 @@
+"""Benchmark: jetjdbc and the Kafka sink against Spark's own JDBC and Kafka writers.
+
+The same cached DataFrame (``--rows`` rows of id bigint, name string, amount double in
+``--partitions`` partitions) is written, in one Spark session, by
+
+* PostgreSQL: Spark's JDBC writer (``org.postgresql:postgresql`` from Maven Central via
+  ``jetspark.maven``, batched
+  INSERTs; once with defaults and once with ``reWriteBatchedInserts=true``), and
+  ``format("jetjdbc")`` in modes exactly-once, idempotent and at-least-once (COPY);
+* Kafka (key = id, value = name): Spark's Kafka sink (``spark-sql-kafka-0-10``,
+  at-least-once) and our Kafka sink in modes exactly-once and at-least-once.
+
+After a warm-up write of 1,000 rows by every writer, each runs ``--repeat`` times into a
+fresh table / topic; the best run counts. The
+output is rows per second and the ratio to Spark's writer; a report goes to ``bench/reports/``.
+
+    .venv/bin/python bench/bench_sinks.py [--rows 1000000] [--partitions 2] [--repeat 2]
+
+Endpoints: ``JETSPARK_PG_DSN`` / ``JETSPARK_KAFKA_BOOTSTRAP`` or jetspark's service discovery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def endpoints() -> tuple[str, str]:
+    from jetspark.services import Endpoints, acquire
+
+    env = Endpoints.from_env()
+    if env.pg_dsn and env.kafka_bootstrap:
+        return env.pg_dsn, env.kafka_bootstrap
+    found = acquire().endpoints
+    return found.pg_dsn, found.kafka_bootstrap
+
+
+def jdbc_url(dsn: str) -> tuple[str, dict[str, str]]:
+    """The JDBC URL and properties (user, password) of a postgresql:// DSN."""
+    parts = urlsplit(dsn)
+    props = {"user": parts.username or "postgres"}
+    if parts.password:
+        props["password"] = parts.password
+    return f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}", props
+
+
+def timed(run: Callable[[], None]) -> float:
+    t0 = time.perf_counter()
+    run()
+    return time.perf_counter() - t0
+
+
+SMALL_ROWS = 1_000
+
+
+def per_task_overhead(dsn: str, schema: str, tasks: int) -> dict[str, float]:
+    """Milliseconds per small task (one micro-batch partition) for each jetjdbc mode, measured
+    on the sink alone: the task's write plus, for exactly-once, the driver's COMMIT PREPARED."""
+    import psycopg
+    import pyarrow as pa
+    from pyspark.sql import types as T
+
+    from jetspark.sinks.jdbc_options import JdbcSinkOptions
+    from jetspark.sinks.postgres_plain import copy_append, copy_upsert
+    from jetspark.sinks.postgres_resource import PostgresResource
+    from jetspark.sinks.postgres_target import prepare_target
+    from jetspark.sinks.transactional import PartitionKey, commit_batch, write_partition
+
+    spark_schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("name", T.StringType()),
+                                 T.StructField("amount", T.DoubleType())])
+    ids = pa.array(range(SMALL_ROWS), pa.int64())
+    batch = pa.RecordBatch.from_arrays(
+        [ids, pa.array([f"name-{i}" for i in range(SMALL_ROWS)]), pa.compute.multiply(ids, 0.25)],
+        ["id", "name", "amount"])
+    result = {}
+    for mode in ("exactly-once", "transactional", "idempotent", "at-least-once"):
+        table = f"small_{mode.replace('-', '_')}"
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            key = "PRIMARY KEY" if mode == "idempotent" else ""
+            conn.execute(f'CREATE TABLE "{schema}"."{table}" (id bigint {key}, name text, '
+                         f'amount double precision)')
+        options = JdbcSinkOptions.parse({"url": dsn, "table": f"{schema}.{table}", "mode": mode, "keys": "id",
+                                         "sinkId": "bench"})
+        target = prepare_target(options, spark_schema, False)
+        t0 = time.perf_counter()
+        for task in range(tasks):
+            key = PartitionKey("bench", task, 0, 0)
+            if mode == "at-least-once":
+                copy_append(target, iter([batch]))
+            elif mode == "idempotent":
+                copy_upsert(target, iter([batch]))
+            else:
+                with PostgresResource(target, two_phase=mode == "exactly-once") as resource:
+                    message = write_partition(resource, key, iter([batch]))
+                    commit_batch(resource, [message], task)
+        result[mode] = (time.perf_counter() - t0) * 1000 / tasks
+        print(f"per task: {mode:14s} {result[mode]:.2f} ms", flush=True)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--small-tasks", type=int, default=200, help="tasks of the per-task overhead test")
+    args = ap.parse_args()
+
+    import psycopg
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from pyspark.sql.datasource import DataSource
+
+    from jetspark.maven import POSTGRES_JDBC, SPARK_KAFKA, spark_jars_conf
+    from jetspark.sinks.jdbc_writer import JdbcDataSource
+    from jetspark.sinks.kafka_writer import make_kafka_writer
+    from jetspark.spark import local_session
+
+    class KafkaSinkBench(DataSource):  # what the jetkafka DataSource delegates to
+        @classmethod
+        def name(cls) -> str:
+            return "jetkafka_sink_bench"
+
+        def writer(self, schema, overwrite):
+            return make_kafka_writer(schema, overwrite, self.options)
+
+    dsn, bootstrap = endpoints()
+    spark = local_session("bench-sinks", conf=spark_jars_conf([*POSTGRES_JDBC, *SPARK_KAFKA]))
+    spark.dataSource.register(JdbcDataSource)
+    spark.dataSource.register(KafkaSinkBench)
+    df = (spark.range(0, args.rows, numPartitions=args.partitions)
+          .selectExpr("id", "concat('name-', id) AS name", "id * 0.25 AS amount").cache())
+    df.count()
+    kv = df.selectExpr("CAST(id AS STRING) AS key", "name AS value").cache()
+    kv.count()
+
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    url, props = jdbc_url(dsn)
+
+    def fresh_table(key: bool) -> str:
+        name = f"t_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'CREATE TABLE "{schema}"."{name}" (id bigint {"PRIMARY KEY" if key else ""}, '
+                         f'name text, amount double precision)')
+        return f"{schema}.{name}"
+
+    def check_rows(table: str) -> None:
+        with psycopg.connect(dsn) as conn:
+            n = conn.execute(f'SELECT count(*) FROM {table}').fetchone()[0]
+        assert n == args.rows, f"{table} has {n} rows, expected {args.rows}"
+
+    def spark_jdbc(extra: dict[str, str]) -> Callable[[], str]:
+        def run() -> str:
+            table = fresh_table(False)
+            w = df.write.format("jdbc").option("url", url + ("?reWriteBatchedInserts=true" if extra else ""))
+            w = w.option("dbtable", table).option("driver", "org.postgresql.Driver")
+            for k, v in props.items():
+                w = w.option(k, v)
+            w.mode("append").save()
+            return table
+        return run
+
+    def jetjdbc(mode: str) -> Callable[[], str]:
+        def run() -> str:
+            table = fresh_table(mode == "idempotent")
+            w = df.write.format("jetjdbc").option("url", dsn).option("table", table).option("mode", mode)
+            if mode == "idempotent":
+                w = w.option("keys", "id")
+            w.mode("append").save()
+            return table
+        return run
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def fresh_topic() -> str:
+        name = f"jetbench_sink_{uuid.uuid4().hex[:8]}"
+        admin.create_topics([NewTopic(name, args.partitions, 1)])[name].result(60)
+        return name
+
+    def topic_count(topic: str) -> int:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-count"})
+        total = 0
+        for p in range(args.partitions):
+            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            total += high - low
+        c.close()
+        return total
+
+    def spark_kafka() -> str:
+        topic = fresh_topic()
+        kv.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
+        return topic
+
+    def our_kafka(mode: str) -> Callable[[], str]:
+        def run() -> str:
+            topic = fresh_topic()
+            (kv.write.format("jetkafka_sink_bench").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", topic).option("mode", mode).mode("append").save())
+            return topic
+        return run
+
+    pg_writers: dict[str, Callable[[], str]] = {
+        "spark jdbc (defaults)": spark_jdbc({}),
+        "spark jdbc (reWriteBatchedInserts)": spark_jdbc({"rewrite": "true"}),
+        "jetjdbc exactly-once": jetjdbc("exactly-once"),
+        "jetjdbc idempotent": jetjdbc("idempotent"),
+        "jetjdbc at-least-once": jetjdbc("at-least-once"),
+    }
+    kafka_writers: dict[str, Callable[[], str]] = {
+        "spark kafka (at-least-once)": spark_kafka,
+        "our kafka exactly-once": our_kafka("exactly-once"),
+        "our kafka at-least-once": our_kafka("at-least-once"),
+    }
+    best: dict[str, float] = {}
+    warm = {"df": df, "kv": kv}
+    df, kv = df.limit(1000), kv.limit(1000)  # warm-up: JVM classes, Python workers, connections
+    for name, writer in [*pg_writers.items(), *kafka_writers.items()]:
+        target = writer()
+        if name in kafka_writers:
+            admin.delete_topics([target])
+    df, kv = warm["df"], warm["kv"]
+    for round_no in range(args.repeat):
+        for name, writer in [*pg_writers.items(), *kafka_writers.items()]:
+            holder: dict[str, str] = {}
+            seconds = timed(lambda w=writer, h=holder: h.__setitem__("target", w()))
+            if name in pg_writers:
+                check_rows(holder["target"])
+            else:
+                assert topic_count(holder["target"]) >= args.rows, f"{name}: too few records"
+                admin.delete_topics([holder["target"]])
+            rate = args.rows / seconds
+            best[name] = max(best.get(name, 0.0), rate)
+            print(f"round {round_no + 1}: {name:38s} {rate:12,.0f} rows/s ({seconds:.2f} s)", flush=True)
+
+    per_task = per_task_overhead(dsn, schema, tasks=args.small_tasks)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+    jdbc_base = best["spark jdbc (defaults)"]
+    kafka_base = best["spark kafka (at-least-once)"]
+    lines = [f"# Sinks: {args.rows:,} rows, {args.partitions} partitions, best of {args.repeat}", "",
+             "| writer | rows/s | vs Spark |", "|---|---:|---:|"]
+    for name, rate in best.items():
+        base = jdbc_base if name in pg_writers else kafka_base
+        lines.append(f"| {name} | {rate:,.0f} | {rate / base:.2f}x |")
+    lines += ["", f"Per task (micro-batch partition) of {SMALL_ROWS} rows, sink alone (no Spark), "
+              f"mean of {args.small_tasks}:", "", "| mode | ms per task | rows/s |", "|---|---:|---:|"]
+    for mode, ms in per_task.items():
+        lines.append(f"| {mode} | {ms:.2f} | {SMALL_ROWS / ms * 1000:,.0f} |")
+    report = "\n".join(lines)
+    print("\n" + report)
+    out_dir = ROOT / "bench" / "reports"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (out_dir / f"sinks-{stamp}.md").write_text(report + "\n")
+    (out_dir / f"sinks-{stamp}.json").write_text(json.dumps(
+        {"rows": args.rows, "partitions": args.partitions, "repeat": args.repeat, "rows_per_s": best,
+         "per_task_ms": per_task,
+         "load_average": os.getloadavg()}, indent=2))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

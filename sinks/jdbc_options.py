@@ -1,0 +1,144 @@
+"""Options of the ``jetjdbc`` sink, parsed once into a frozen, validated dataclass.
+
+Option names follow Spark's JDBC data source where they overlap (``url``, ``dbtable``,
+``user``, ``password``), so ``format("jdbc")`` → ``format("jetjdbc")`` works for them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from jetspark.errors import OptionError
+from jetspark.options import Options
+from jetspark.services.endpoints import redact_dsn
+from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
+
+EXACTLY_ONCE = "exactly-once"
+TRANSACTIONAL = "transactional"
+IDEMPOTENT = "idempotent"
+AT_LEAST_ONCE = "at-least-once"
+MODES = (EXACTLY_ONCE, TRANSACTIONAL, IDEMPOTENT, AT_LEAST_ONCE)
+
+DEFAULT_MARKER_TABLE = "jetspark_sink_markers"
+KNOWN = ("url", "table", "dbtable", "user", "password", "mode", "keys", "sinkId", "createTable",
+         "markerTable", "checkpointLocation", "path")
+
+_IDENT = r'(?:"(?:[^"]|"")+"|[^".\s]+)'
+_QUALIFIED_RE = re.compile(rf"^\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*$")
+TABLE_ACCEPTED = 'a table name: "table" or "schema.table"; double-quote names containing dots or quotes'
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A possibly schema-qualified table name, unquoted (quoting happens with psycopg.sql)."""
+
+    schema: str | None
+    name: str
+
+    def parts(self) -> tuple[str, ...]:
+        return (self.schema, self.name) if self.schema else (self.name,)
+
+    def __str__(self) -> str:
+        return ".".join(self.parts())
+
+    @classmethod
+    def parse(cls, text: str, option: str) -> TableName:
+        m = _QUALIFIED_RE.match(text)
+        if not m:
+            raise OptionError(option, text, TABLE_ACCEPTED)
+        first, second = (_unquote(g) if g else None for g in m.groups())
+        return cls(first, second) if second is not None else cls(None, first)
+
+    def sibling(self, name: str) -> TableName:
+        """A table of the same schema."""
+        return TableName(self.schema, name)
+
+
+def _unquote(ident: str) -> str:
+    return ident[1:-1].replace('""', '"') if ident.startswith('"') else ident
+
+
+@dataclass(frozen=True)
+class JdbcSinkOptions:
+    """The validated configuration of one ``jetjdbc`` write. Its repr hides credentials."""
+
+    conninfo: str = field(repr=False)
+    user: str | None
+    password: str | None = field(repr=False)
+    table: TableName
+    mode: str
+    keys: tuple[str, ...]
+    sink_id: str | None
+    create_table: bool
+    marker_table: TableName
+
+    @property
+    def where(self) -> str:
+        """The server, for messages: the URL with any password replaced by ``***``."""
+        return redact_dsn(self.conninfo)
+
+    def secrets(self) -> tuple[str, ...]:
+        """Literal secrets to scrub from any text we show (password option and in the URL)."""
+        found = [self.password] if self.password else []
+        m = re.search(r"://[^:/@]*:([^@/]+)@", self.conninfo)
+        if m:
+            found.append(m.group(1))
+        found += re.findall(r"password\s*=\s*('[^']*'|[^\s&]+)", self.conninfo, re.IGNORECASE)
+        return tuple(s.strip("'") for s in found if s)
+
+    def scrub(self, text: str) -> str:
+        """``text`` without any credential of these options."""
+        for secret in self.secrets():
+            text = text.replace(secret, "***")
+        return redact_dsn(text)
+
+    def connect_kwargs(self) -> dict[str, str]:
+        kwargs = {}
+        if self.user:
+            kwargs["user"] = self.user
+        if self.password:
+            kwargs["password"] = self.password
+        return kwargs
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, str]) -> JdbcSinkOptions:
+        opts = Options(raw)
+        opts.reject_unknown(KNOWN)
+        url = opts.string("url", required=True)
+        assert url is not None
+        if url.startswith("jdbc:"):
+            url = url[len("jdbc:"):]
+        if "://" in url and not url.startswith(("postgresql://", "postgres://")):
+            raise OptionError("url", redact_dsn(url),
+                              "a PostgreSQL URL (jdbc:postgresql://…, postgresql://…) or libpq key=value")
+        table_text = opts.string("table") or opts.string("dbtable")
+        if table_text is None:
+            raise OptionError("table", None, TABLE_ACCEPTED + " (option 'table' or 'dbtable')")
+        table = TableName.parse(table_text, "table")
+        mode = opts.choice("mode", EXACTLY_ONCE, MODES)
+        keys_text = opts.string("keys")
+        keys = tuple(k.strip() for k in keys_text.split(",")) if keys_text else ()
+        if any(not k for k in keys):
+            raise OptionError("keys", keys_text, "comma-separated column names")
+        if mode == IDEMPOTENT and not keys:
+            raise OptionError("keys", keys_text,
+                              "the key columns of the upsert (required with mode=idempotent)")
+        sink_id = opts.string("sinkId")
+        if sink_id is not None and not SINK_ID_RE.match(sink_id):
+            raise OptionError("sinkId", sink_id, SINK_ID_ACCEPTED)
+        marker = opts.string("markerTable")
+        marker_table = (TableName.parse(marker, "markerTable") if marker
+                        else table.sibling(DEFAULT_MARKER_TABLE))
+        return cls(
+            conninfo=url,
+            user=opts.string("user"),
+            password=opts.string("password"),
+            table=table,
+            mode=mode,
+            keys=keys,
+            sink_id=sink_id,
+            create_table=opts.boolean("createTable", False),
+            marker_table=marker_table,
+        )

@@ -1,0 +1,99 @@
+"""Options of the Kafka sink (``format("jetkafka")`` on ``writeStream``/``write``).
+
+Names mirror Spark's Kafka sink: ``kafka.*`` go to the producer (librdkafka), ``topic`` is
+the default topic for rows without a ``topic`` column value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from jetspark.errors import OptionError
+from jetspark.options import Options
+from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
+
+EXACTLY_ONCE = "exactly-once"
+TRANSACTIONAL = "transactional"
+IDEMPOTENT = "idempotent"
+AT_LEAST_ONCE = "at-least-once"
+MODES = (EXACTLY_ONCE, TRANSACTIONAL, IDEMPOTENT, AT_LEAST_ONCE)
+TRANSACTIONAL_MODES = (EXACTLY_ONCE, TRANSACTIONAL)
+
+KNOWN = ("topic", "mode", "sinkId", "transactionalIdPrefix", "markerTopic", "checkpointLocation", "path")
+# Producer settings the sink owns (Spark's Kafka sink refuses its serializers the same way).
+MANAGED = ("transactional.id", "key.serializer", "value.serializer", "enable.idempotence")
+_SECRET_KEY = re.compile(r"password|secret|token|key\.password|sasl\.oauthbearer\.config", re.IGNORECASE)
+_ID_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
+@dataclass(frozen=True)
+class KafkaSinkOptions:
+    """The validated configuration of one Kafka sink. Its repr hides the producer settings."""
+
+    producer: tuple[tuple[str, str], ...] = field(repr=False)
+    topic: str | None
+    mode: str
+    sink_id: str | None
+    transactional_id_prefix: str
+    marker_topic: str | None
+
+    @property
+    def transactional(self) -> bool:
+        return self.mode in TRANSACTIONAL_MODES
+
+    @property
+    def bootstrap(self) -> str:
+        return dict(self.producer).get("bootstrap.servers", "")
+
+    def producer_config(self) -> dict[str, str]:
+        return dict(self.producer)
+
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(v for k, v in self.producer if _SECRET_KEY.search(k) and v)
+
+    def scrub(self, text: str) -> str:
+        """``text`` without any secret producer setting (SASL/SSL passwords, tokens)."""
+        for secret in self.secrets():
+            text = text.replace(secret, "***")
+        return text
+
+    def transactional_id(self, sink_id: str, partition_id: int) -> str:
+        """Stable per sink partition: a new attempt or run fences the older producer."""
+        return f"{self.transactional_id_prefix}.{sink_id}.{partition_id}"
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, str]) -> KafkaSinkOptions:
+        opts = Options(raw)
+        opts.reject_unknown(KNOWN, prefixes=("kafka.",))
+        producer = opts.with_prefix("kafka.")
+        if not producer.get("bootstrap.servers"):
+            raise OptionError("kafka.bootstrap.servers", producer.get("bootstrap.servers"),
+                              "host:port[,host:port…] of the Kafka brokers (required)")
+        for key in MANAGED:
+            if key in producer:
+                raise OptionError(f"kafka.{key}", "***" if _SECRET_KEY.search(key) else producer[key],
+                                  "not settable: the sink sets it from option 'mode' (and 'sinkId')")
+        mode = opts.choice("mode", EXACTLY_ONCE, MODES)
+        sink_id = opts.string("sinkId")
+        if sink_id is not None and not SINK_ID_RE.match(sink_id):
+            raise OptionError("sinkId", sink_id, SINK_ID_ACCEPTED)
+        prefix = opts.string("transactionalIdPrefix", "jetspark")
+        assert prefix is not None
+        if not _ID_PREFIX_RE.match(prefix):
+            raise OptionError("transactionalIdPrefix", prefix, "1 to 100 characters of A-Z a-z 0-9 _ . -")
+        topic = opts.string("topic")
+        marker_topic = opts.string("markerTopic") or topic
+        if mode in TRANSACTIONAL_MODES and marker_topic is None:
+            raise OptionError("markerTopic", None,
+                              "an existing topic to keep the sink's commit markers on (offsets of a "
+                              "consumer group); required in mode=exactly-once when option 'topic' is not set")
+        return cls(
+            producer=tuple(sorted(producer.items())),
+            topic=topic,
+            mode=mode,
+            sink_id=sink_id,
+            transactional_id_prefix=prefix,
+            marker_topic=marker_topic,
+        )

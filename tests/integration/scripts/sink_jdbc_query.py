@@ -1,0 +1,46 @@
+"""Kill-test query: ids from a deterministic source into ``jetjdbc`` until all are written.
+
+    python sink_jdbc_query.py DSN TABLE CHECKPOINT MODE TOTAL STEP [SPARK_MASTER [USE_DAEMON]]
+
+Python workers run without the PySpark daemon by default, so a fault point hit in a task
+or in the driver's commit worker kills the whole driver process group (a crashed driver).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).resolve().parent)
+sys.path.insert(0, _HERE)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_HERE, os.environ.get("PYTHONPATH")]))
+
+from sink_ids_source import IdsSource  # noqa: E402
+
+from jetspark.sinks.jdbc_writer import JdbcDataSource  # noqa: E402
+from jetspark.spark import local_session  # noqa: E402
+
+
+def main() -> None:
+    dsn, table, checkpoint, mode, total, step = sys.argv[1:7]
+    master = sys.argv[7] if len(sys.argv) > 7 else "local[2]"
+    spark = local_session("sink-jdbc-kill", master=master)
+    spark.dataSource.register(IdsSource)
+    spark.dataSource.register(JdbcDataSource)
+    stream = spark.readStream.format("jetspark_test_ids").option("total", total).option("step", step).load()
+    writer = (stream.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
+              .option("mode", mode).option("checkpointLocation", checkpoint))
+    if mode == "idempotent":
+        writer = writer.option("keys", "id")
+    query = writer.start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    print("DONE", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

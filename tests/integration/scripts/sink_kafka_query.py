@@ -1,0 +1,44 @@
+"""Kill-test query: ids from a deterministic source into the Kafka sink until all are written.
+
+    python sink_kafka_query.py BOOTSTRAP TOPIC CHECKPOINT MODE TOTAL STEP
+
+The sink is reached through a small test DataSource (``jetkafka_sink_test``) that delegates
+to ``jetspark.sinks.kafka_writer``, as the ``jetkafka`` source's DataSource does. Python
+workers run without the PySpark daemon, so a fault point kills the whole driver.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_HERE = str(Path(__file__).resolve().parent)
+sys.path.insert(0, _HERE)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_HERE, os.environ.get("PYTHONPATH")]))
+
+from sink_ids_source import IdsSource  # noqa: E402
+from sink_kafka_test_source import KafkaSinkTestSource  # noqa: E402
+
+from jetspark.spark import local_session  # noqa: E402
+
+
+def main() -> None:
+    bootstrap, topic, checkpoint, mode, total, step = sys.argv[1:7]
+    spark = local_session("sink-kafka-kill")
+    spark.dataSource.register(IdsSource)
+    spark.dataSource.register(KafkaSinkTestSource)
+    stream = (spark.readStream.format("jetspark_test_ids").option("total", total).option("step", step).load()
+              .selectExpr("CAST(id AS STRING) AS key", "name AS value"))
+    query = (stream.writeStream.format("jetkafka_sink_test").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", topic).option("mode", mode).option("checkpointLocation", checkpoint).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    print("DONE", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""format("jetjdbc") against real PostgreSQL and a real local Spark."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+import pyarrow as pa
+import pytest
+from psycopg import sql
+
+from jetspark.services.registry import run_dir
+from jetspark.sinks.jdbc_options import JdbcSinkOptions
+from jetspark.sinks.jdbc_writer import JdbcDataSource
+from jetspark.sinks.postgres_plain import copy_upsert
+from jetspark.sinks.postgres_resource import PostgresResource, gid_of
+from jetspark.sinks.postgres_target import prepare_target
+from jetspark.sinks.transactional import PartitionKey, SinkError, commit_batch, write_partition
+from tests.integration.scripts.sink_ids_source import IdsSource, ids_schema
+from tests.integration.scripts.sink_pg import (
+    PrivateServer,
+    id_counts,
+    markers,
+    prepared_in_schema,
+    prepared_with_prefix,
+    rollback_prepared_in_schema,
+)
+
+pytestmark = pytest.mark.integration
+
+TOTAL, STEP = 100, 25
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def schema(pg_dsn, pg_schema):
+    """A fresh schema; prepared transactions left in it are rolled back (and fail the test)."""
+    yield pg_schema
+    leftovers = rollback_prepared_in_schema(pg_dsn, pg_schema)
+    assert not leftovers, f"prepared transactions were left behind: {leftovers}"
+
+
+@pytest.fixture(scope="module")
+def registered(spark):
+    spark.dataSource.register(IdsSource)
+    spark.dataSource.register(JdbcDataSource)
+    return spark
+
+
+def _create_events(dsn: str, schema: str, table: str = "events", key: bool = False) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE {} (id bigint {}, name text, amount double precision)").format(
+            sql.Identifier(schema, table), sql.SQL("PRIMARY KEY" if key else "")))
+
+
+def _stream(spark, tmp_path, dsn, table, mode, total=TOTAL, step=STEP, **options):
+    stream = spark.readStream.format("jetspark_test_ids").option("total", total).option("step", step).load()
+    writer = (stream.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
+              .option("mode", mode).option("checkpointLocation", str(tmp_path / f"ck-{uuid.uuid4().hex}")))
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    query = writer.start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    return query
+
+
+def _options(dsn, schema, table="events", **extra) -> JdbcSinkOptions:
+    return JdbcSinkOptions.parse({"url": dsn, "table": f"{schema}.{table}", **extra})
+
+
+def test_format_module_exposes_default_source():
+    spec = importlib.util.spec_from_file_location("pyspark_jetjdbc", ROOT / "formats" / "pyspark_jetjdbc.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.DefaultSource is JdbcDataSource and JdbcDataSource.name() == "jetjdbc"
+
+
+def test_exactly_once_stream_commits_every_row_once(registered, pg_dsn, schema, tmp_path):
+    _create_events(pg_dsn, schema)
+    query = _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "exactly-once")
+    assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
+    with psycopg.connect(pg_dsn) as conn:
+        row = conn.execute(sql.SQL("SELECT name, amount FROM {} WHERE id = 42").format(
+            sql.Identifier(schema, "events"))).fetchone()
+    assert row == ("row-42", 21.0)
+    marks = markers(pg_dsn, schema)
+    assert {m[0] for m in marks} == {str(query.id)}  # sink id defaults to the query id
+    assert [(m[1], m[2]) for m in marks] == [(b, p) for b in range(TOTAL // STEP) for p in (0, 1)]
+    assert sum(m[4] for m in marks) == TOTAL
+    assert prepared_in_schema(pg_dsn, schema) == []
+
+
+@pytest.mark.parametrize("mode", ["transactional", "at-least-once"])
+def test_other_modes_write_every_row(registered, pg_dsn, schema, tmp_path, mode):
+    _create_events(pg_dsn, schema)
+    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", mode, sinkId="my-sink")
+    assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
+    if mode == "transactional":
+        assert {m[0] for m in markers(pg_dsn, schema)} == {"my-sink"}
+
+
+def test_idempotent_converges_after_a_full_replay(registered, pg_dsn, schema, tmp_path):
+    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "idempotent", keys="id", createTable="true")
+    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "idempotent", keys="id")  # new checkpoint
+    assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
+    with psycopg.connect(pg_dsn) as conn:
+        key = conn.execute("""SELECT a.attname FROM pg_index i JOIN pg_attribute a
+                              ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+                              WHERE i.indrelid = %s::regclass AND i.indisprimary""",
+                           (f'"{schema}"."events"',)).fetchall()
+    assert key == [("id",)]  # createTable made the keys the primary key
+
+
+def test_idempotent_upsert_updates_and_last_row_of_a_key_wins(pg_dsn, schema):
+    _create_events(pg_dsn, schema, key=True)
+    target = prepare_target(_options(pg_dsn, schema, mode="idempotent", keys="id"),
+                            ids_schema(), False)
+    first = pa.RecordBatch.from_pydict({"id": [1, 2], "name": ["a", "b"], "amount": [1.0, 2.0]})
+    again = pa.RecordBatch.from_pydict({"id": [2, 3, 2], "name": ["b1", "c", "b2"],
+                                        "amount": [2.1, 3.0, 2.2]})
+    assert copy_upsert(target, iter([first])) == 2
+    assert copy_upsert(target, iter([again])) == 3
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute(sql.SQL("SELECT id, name, amount FROM {} ORDER BY id").format(
+            sql.Identifier(schema, "events"))).fetchall()
+    assert rows == [(1, "a", 1.0), (2, "b2", 2.2), (3, "c", 3.0)]
+
+
+def test_idempotent_without_unique_index_is_refused(pg_dsn, schema):
+    _create_events(pg_dsn, schema)
+    with pytest.raises(SinkError, match=r"needs a primary key or unique index on exactly \(id\)"):
+        prepare_target(_options(pg_dsn, schema, mode="idempotent", keys="id"), ids_schema(),
+                       False)
+
+
+def test_schema_mismatch_fails_before_writing_and_hides_credentials(registered, pg_dsn, schema, tmp_path):
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE {} (id integer, name integer, note text NOT NULL)").format(
+            sql.Identifier(schema, "events")))
+    secret_url = pg_dsn.replace("://jetspark@", "://jetspark:Sup3rSecret@")  # trust auth ignores it
+    with pytest.raises(Exception) as e:
+        _stream(registered, tmp_path, secret_url, f"{schema}.events", "exactly-once", password="Hunter2x")
+    text = str(e.value)
+    assert "the DataFrame does not fit table" in text
+    assert "column 'id': DataFrame type bigint cannot be written into table type integer" in text
+    assert "column 'amount' of the DataFrame is not in the table" in text
+    assert "table column 'note' is NOT NULL without a default" in text
+    assert "Sup3rSecret" not in text and "Hunter2x" not in text
+    assert id_counts(pg_dsn, schema, "events") == Counter()
+
+
+def test_connection_error_hides_credentials(pg_dsn):
+    url = "postgresql://jetspark:Sup3rSecret@127.0.0.1:1/nowhere?connect_timeout=2"
+    with pytest.raises(SinkError) as e:
+        prepare_target(JdbcSinkOptions.parse({"url": url, "table": "t", "password": "Hunter2x"}),
+                       ids_schema(), False)
+    assert "cannot connect to PostgreSQL at postgresql://jetspark:***@127.0.0.1:1/nowhere" in str(e.value)
+    assert "Sup3rSecret" not in str(e.value) and "Hunter2x" not in str(e.value)
+
+
+def test_missing_table_error_and_create_table(pg_dsn, schema):
+    with pytest.raises(SinkError, match=r"does not exist .* set the option createTable=true"):
+        prepare_target(_options(pg_dsn, schema), ids_schema(), False)
+    prepare_target(_options(pg_dsn, schema, createTable="true"), ids_schema(), False)
+    with psycopg.connect(pg_dsn) as conn:
+        cols = conn.execute("""SELECT column_name, data_type FROM information_schema.columns
+                               WHERE table_schema = %s AND table_name = 'events' ORDER BY ordinal_position""",
+                            (schema,)).fetchall()
+    assert cols == [("id", "bigint"), ("name", "text"), ("amount", "double precision")]
+
+
+def test_batch_write_exactly_once_and_overwrite_needs_idempotent(registered, pg_dsn, schema):
+    _create_events(pg_dsn, schema)
+    df = registered.range(0, 500, numPartitions=3).selectExpr("id", "concat('row-', id) AS name",
+                                                             "id * 0.5 AS amount")
+    df.write.format("jetjdbc").option("url", pg_dsn).option("table", f"{schema}.events").mode("append").save()
+    assert id_counts(pg_dsn, schema, "events") == Counter(range(500))
+    assert markers(pg_dsn, schema) == []  # a batch job's markers are dropped once it committed
+    with pytest.raises(Exception, match=r"cannot overwrite .* use mode=idempotent"):
+        df.write.format("jetjdbc").option("url", pg_dsn).option("table", f"{schema}.events") \
+            .mode("overwrite").save()
+
+
+def _resource_write(target, key, ids) -> str | None:
+    batch = pa.RecordBatch.from_pydict({"id": ids, "name": [f"row-{i}" for i in ids],
+                                        "amount": [i * 0.5 for i in ids]})
+    with PostgresResource(target, two_phase=True) as resource:
+        return write_partition(resource, key, iter([batch]))
+
+
+def test_replay_skips_committed_partitions_and_redoes_uncommitted_ones(pg_dsn, schema):
+    """A driver died while committing batch 0: partition 0 committed, partition 1 prepared."""
+    _create_events(pg_dsn, schema)
+    target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)
+    first = [_resource_write(target, PartitionKey("q1", 0, p, 0), [p * 10, p * 10 + 1]) for p in (0, 1)]
+    with PostgresResource(target, two_phase=True) as driver:
+        driver.commit(first[0].handle)  # …and the driver is gone before committing partition 1
+    assert prepared_in_schema(pg_dsn, schema) == [first[1].handle]
+    # The restarted query replays batch 0 with the same offsets: new task attempts, attempt 0 again.
+    replay = [_resource_write(target, PartitionKey("q1", 0, p, 0), [p * 10, p * 10 + 1]) for p in (0, 1)]
+    assert replay[0].skipped and replay[0].handle is None
+    assert not replay[1].skipped and replay[1].handle == gid_of(PartitionKey("q1", 0, 1, 0))
+    with PostgresResource(target, two_phase=True) as driver:
+        commit_batch(driver, replay, 0)
+    assert id_counts(pg_dsn, schema, "events") == Counter([0, 1, 10, 11])
+    assert prepared_in_schema(pg_dsn, schema) == []
+
+
+def test_speculative_attempt_does_not_duplicate(pg_dsn, schema):
+    _create_events(pg_dsn, schema)
+    target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)
+    a0 = _resource_write(target, PartitionKey("q2", 5, 0, 0), [1, 2, 3])
+    a1 = _resource_write(target, PartitionKey("q2", 5, 0, 1), [1, 2, 3])  # rolls back a0's transaction
+    with PostgresResource(target, two_phase=True) as driver:
+        commit_batch(driver, [a1], 5)
+        commit_batch(driver, [a1], 5)  # a repeated commit is harmless
+        with pytest.raises(SinkError, match="no longer exists and its marker is not committed"):
+            driver.commit(gid_of(PartitionKey("q2", 6, 0, 0)))
+    assert id_counts(pg_dsn, schema, "events") == Counter([1, 2, 3])
+    assert a0.handle not in prepared_in_schema(pg_dsn, schema)
+
+
+def test_stray_prepared_transactions_are_rolled_back_by_the_driver_commit(pg_dsn, schema):
+    _create_events(pg_dsn, schema)
+    target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)
+    stray_old = _resource_write(target, PartitionKey("q3", 1, 7, 0), [700]).handle  # an older run's partition
+    stray_same = _resource_write(target, PartitionKey("q3", 2, 9, 2), [900]).handle  # a lost attempt
+    later = _resource_write(target, PartitionKey("q3", 3, 0, 0), [3000]).handle
+    other = _resource_write(target, PartitionKey("q3x", 1, 0, 0), [5000]).handle
+    winner = _resource_write(target, PartitionKey("q3", 2, 0, 0), [1])
+    with PostgresResource(target, two_phase=True) as driver:
+        commit_batch(driver, [winner], 2)
+    pending = prepared_in_schema(pg_dsn, schema)
+    assert stray_old not in pending and stray_same not in pending
+    assert sorted(pending) == sorted([later, other])
+    assert id_counts(pg_dsn, schema, "events") == Counter([1])
+    with PostgresResource(target, two_phase=True) as driver:  # the batch-3 one is rolled back by its batch
+        driver.rollback(later)
+        driver.rollback(other)
+
+
+@pytest.fixture
+def private_server():
+    server = PrivateServer(run_dir() / f"test-pg-{uuid.uuid4().hex[:8]}")
+    yield server
+    server.stop()
+    shutil.rmtree(server.data_dir, ignore_errors=True)
+
+
+def test_exactly_once_refuses_server_without_prepared_transactions(private_server):
+    private_server.start(max_prepared_transactions=0)
+    options = JdbcSinkOptions.parse({"url": private_server.dsn, "table": "events", "createTable": "true"})
+    with pytest.raises(SinkError) as e:
+        prepare_target(options, ids_schema(), False)
+    assert "max_prepared_transactions = 0" in str(e.value) and "use mode=transactional" in str(e.value)
+    with psycopg.connect(private_server.dsn) as conn:  # refused before creating anything
+        assert conn.execute("SELECT to_regclass('events')").fetchone()[0] is None
+    transactional = JdbcSinkOptions.parse({"url": private_server.dsn, "table": "events",
+                                           "createTable": "true", "mode": "transactional"})
+    prepare_target(transactional, ids_schema(), False)
+
+
+def test_prepared_transactions_survive_a_server_restart_and_commit_once(private_server):
+    private_server.start()
+    options = JdbcSinkOptions.parse({"url": private_server.dsn, "table": "events", "createTable": "true"})
+    target = prepare_target(options, ids_schema(), False)
+    prepared = [_resource_write(target, PartitionKey("q4", 0, p, 0), [p, p + 100]) for p in (0, 1)]
+    private_server.restart()
+    assert prepared_with_prefix(private_server.dsn, "jetspark:q4:") == sorted(m.handle for m in prepared)
+    with PostgresResource(target, two_phase=True) as driver:
+        commit_batch(driver, prepared, 0)
+    assert id_counts(private_server.dsn, "public", "events") == Counter([0, 100, 1, 101])
+    assert prepared_with_prefix(private_server.dsn, "jetspark:") == []

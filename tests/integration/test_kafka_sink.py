@@ -1,0 +1,160 @@
+"""The Kafka sink against a real Kafka broker and a real local Spark."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from jetspark.errors import OptionError
+from jetspark.sinks.kafka_options import KafkaSinkOptions
+from jetspark.sinks.kafka_resource import KafkaResource
+from jetspark.sinks.kafka_rows import KafkaColumns
+from jetspark.sinks.transactional import PartitionKey, SinkError, write_partition
+from tests.integration.scripts.sink_ids_source import IdsSource
+from tests.integration.scripts.sink_kafka_read import committed_marker, read_topic
+from tests.integration.scripts.sink_kafka_test_source import KafkaSinkTestSource
+
+pytestmark = pytest.mark.integration
+
+TOTAL, STEP = 100, 25
+
+
+@pytest.fixture(scope="module")
+def registered(spark):
+    spark.dataSource.register(IdsSource)
+    spark.dataSource.register(KafkaSinkTestSource)
+    return spark
+
+
+def _stream(spark, tmp_path, bootstrap, topic, mode, **options):
+    stream = (spark.readStream.format("jetspark_test_ids").option("total", TOTAL).option("step", STEP).load()
+              .selectExpr("CAST(id AS STRING) AS key", "name AS value"))
+    writer = (stream.writeStream.format("jetkafka_sink_test").option("kafka.bootstrap.servers", bootstrap)
+              .option("topic", topic).option("mode", mode)
+              .option("checkpointLocation", str(tmp_path / f"ck-{uuid.uuid4().hex}")))
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    query = writer.start()
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    return query
+
+
+def _ids(records) -> Counter:
+    return Counter(int(k) for k, *_ in records)
+
+
+def test_exactly_once_stream_and_markers(registered, kafka_bootstrap, kafka_topic, tmp_path):
+    topic = kafka_topic(partitions=2)
+    query = _stream(registered, tmp_path, kafka_bootstrap, topic, "exactly-once")
+    records = read_topic(kafka_bootstrap, topic)
+    assert _ids(records) == Counter(range(TOTAL))
+    assert {(int(k), v) for k, v, *_ in records} == {(i, f"row-{i}".encode()) for i in range(TOTAL)}
+    last_batch = TOTAL // STEP - 1
+    for partition in (0, 1):
+        group = f"jetspark.{query.id}.{partition}"  # transactional id = marker group
+        assert committed_marker(kafka_bootstrap, group, topic) == last_batch + 1
+
+
+def test_at_least_once_stream(registered, kafka_bootstrap, kafka_topic, tmp_path):
+    topic = kafka_topic(partitions=2)
+    _stream(registered, tmp_path, kafka_bootstrap, topic, "at-least-once")
+    assert _ids(read_topic(kafka_bootstrap, topic, "read_uncommitted")) == Counter(range(TOTAL))
+
+
+def _options(bootstrap, topic, **extra) -> KafkaSinkOptions:
+    return KafkaSinkOptions.parse({"kafka.bootstrap.servers": bootstrap, "topic": topic, **extra})
+
+
+def _batch(*ids) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"key": [str(i) for i in ids], "value": [f"v{i}" for i in ids]})
+
+
+COLUMNS = KafkaColumns(key=True, topic=False, partition=False, headers=False)
+
+
+def test_zombie_attempt_is_fenced_and_its_records_never_read_committed(kafka_bootstrap, kafka_topic):
+    topic = kafka_topic()
+    sink = f"zombie-{uuid.uuid4().hex[:8]}"
+    options = _options(kafka_bootstrap, topic, sinkId=sink)
+    with KafkaResource(options, COLUMNS) as zombie, KafkaResource(options, COLUMNS) as retry:
+        key0, key1 = PartitionKey(sink, 0, 0, 0), PartitionKey(sink, 0, 0, 1)
+        assert not zombie.recover(key0)
+        zombie.begin(key0)
+        zombie.write(_batch(1, 2, 3))
+        zombie._flush()  # its records are in the log, in an open transaction
+        message = write_partition(retry, key1, iter([_batch(1, 2, 3)]))  # fences the zombie, commits
+        assert message.rows == 3 and not message.skipped
+        with pytest.raises(SinkError, match=r"(?i)fenced"):
+            zombie.commit(zombie.prepare())
+    assert _ids(read_topic(kafka_bootstrap, topic)) == Counter([1, 2, 3])
+    uncommitted = read_topic(kafka_bootstrap, topic, "read_uncommitted")
+    assert _ids(uncommitted) == Counter({1: 2, 2: 2, 3: 2})  # the aborted copies are in the log
+
+
+def test_replayed_batch_is_skipped_by_marker(kafka_bootstrap, kafka_topic):
+    topic = kafka_topic()
+    sink = f"replay-{uuid.uuid4().hex[:8]}"
+    options = _options(kafka_bootstrap, topic, sinkId=sink)
+    for batch_id, ids in ((0, [1, 2]), (1, [3, 4])):
+        with KafkaResource(options, COLUMNS) as r:
+            assert not write_partition(r, PartitionKey(sink, batch_id, 0, 0), iter([_batch(*ids)])).skipped
+    with KafkaResource(options, COLUMNS) as r:  # a restarted query replays batch 1
+        assert write_partition(r, PartitionKey(sink, 1, 0, 0), iter([_batch(3, 4)])).skipped
+    assert _ids(read_topic(kafka_bootstrap, topic)) == Counter([1, 2, 3, 4])
+
+
+def test_batch_write_with_topic_partition_and_headers_columns(registered, kafka_bootstrap, kafka_topic):
+    first, second = kafka_topic(partitions=2), kafka_topic()
+    df = registered.createDataFrame(
+        [(str(i), f"v{i}", first if i % 2 else second, 1 if i % 2 else None, [("h", f"x{i}".encode())])
+         for i in range(20)],
+        "key string, value string, topic string, partition int, "
+        "headers array<struct<key:string,value:binary>>")
+    (df.write.format("jetkafka_sink_test").option("kafka.bootstrap.servers", kafka_bootstrap)
+     .option("markerTopic", second).mode("append").save())
+    odd = read_topic(kafka_bootstrap, first)
+    assert _ids(odd) == Counter(range(1, 20, 2)) and {p for *_, p, _ in odd} == {1}
+    even = read_topic(kafka_bootstrap, second)
+    assert _ids(even) == Counter(range(0, 20, 2))
+    assert all(h == [("h", f"x{int(k)}".encode())] for k, _, _, h in even)
+
+
+def test_bad_dataframe_and_options_fail_before_writing(registered, kafka_bootstrap, kafka_topic):
+    topic = kafka_topic()
+    df = registered.createDataFrame([(1, 2)], "key int, partition string")
+    with pytest.raises(Exception) as e:
+        df.write.format("jetkafka_sink_test").option("kafka.bootstrap.servers", kafka_bootstrap) \
+            .option("topic", topic).mode("append").save()
+    text = str(e.value)
+    assert "required column 'value' (string or binary) is missing" in text
+    assert "column 'key' is int; accepted: string or binary" in text
+    assert "column 'partition' is string; accepted: int" in text
+    with pytest.raises(OptionError, match=r"kafka\.transactional\.id"):
+        _options(kafka_bootstrap, topic, **{"kafka.transactional.id": "x"})
+    with pytest.raises(OptionError, match="markerTopic"):
+        KafkaSinkOptions.parse({"kafka.bootstrap.servers": kafka_bootstrap})
+    with pytest.raises(OptionError, match="mode"):
+        _options(kafka_bootstrap, topic, mode="exactly_once")
+    secret = _options(kafka_bootstrap, topic, **{"kafka.sasl.password": "Hunter2x"})
+    assert "Hunter2x" not in repr(secret) and secret.scrub("auth Hunter2x failed") == "auth *** failed"
+
+
+def test_mixin_composes_with_the_jetkafka_source_class():
+    from pyspark.sql import types as T
+
+    from jetspark.datasources.kafka_source import KafkaDataSource
+    from jetspark.sinks.kafka_writer import KafkaSinkMixin, KafkaStreamWriter
+
+    class Combined(KafkaSinkMixin, KafkaDataSource):
+        pass
+
+    source = Combined({"kafka.bootstrap.servers": "h:9092", "topic": "t", "checkpointLocation": "/x"})
+    writer = source.streamWriter(T.StructType([T.StructField("value", T.StringType())]), False)
+    assert isinstance(writer, KafkaStreamWriter) and writer.options.topic == "t"
+    assert Combined.name() == "jetkafka"

@@ -1,0 +1,125 @@
+"""jetjdbc options, table names, schema checks and Arrow → COPY csv: pure logic."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import types as T
+
+from jetspark.errors import OptionError
+from jetspark.sinks.arrow_copy import to_csv
+from jetspark.sinks.jdbc_options import DEFAULT_MARKER_TABLE, JdbcSinkOptions, TableName
+from jetspark.sinks.jdbc_schema import TableColumn, check_supported, create_table_sql, mismatches
+from jetspark.sinks.postgres_resource import gid_of, parse_gid
+from jetspark.sinks.transactional import PartitionKey, SinkError
+
+BASE = {"url": "postgresql://u@h:5432/db", "table": "events"}
+
+
+def test_defaults_and_jdbc_url_prefix():
+    o = JdbcSinkOptions.parse({**BASE, "url": "jdbc:postgresql://u@h/db"})
+    assert o.conninfo == "postgresql://u@h/db"
+    assert o.mode == "exactly-once" and o.keys == () and o.sink_id is None and not o.create_table
+    assert o.table == TableName(None, "events")
+    assert o.marker_table == TableName(None, DEFAULT_MARKER_TABLE)
+
+
+def test_dbtable_alias_schema_and_marker_table_follows_schema():
+    o = JdbcSinkOptions.parse({"URL": BASE["url"], "dbtable": 'analytics."My.Table"',
+                               "MODE": "At-Least-Once"})
+    assert o.table == TableName("analytics", "My.Table")
+    assert o.marker_table == TableName("analytics", DEFAULT_MARKER_TABLE)
+    assert o.mode == "at-least-once"
+
+
+@pytest.mark.parametrize("raw, option", [
+    ({**BASE, "mode": "exactly_once"}, "mode"),
+    ({**BASE, "mode": "idempotent"}, "keys"),
+    ({**BASE, "keys": "a,,b"}, "keys"),
+    ({**BASE, "sinkId": "has:colon"}, "sinkId"),
+    ({**BASE, "createTable": "maybe"}, "createTable"),
+    ({**BASE, "table": "a.b.c"}, "table"),
+    ({"url": BASE["url"]}, "table"),
+    ({"table": "t"}, "url"),
+    ({**BASE, "url": "jdbc:mysql://h/db"}, "url"),
+    ({**BASE, "batchsize": "10"}, "batchsize"),
+])
+def test_bad_options_name_option_value_and_accepted(raw, option):
+    with pytest.raises(OptionError) as e:
+        JdbcSinkOptions.parse(raw)
+    assert e.value.option.lower() == option.lower()
+    assert "accepted" in str(e.value)
+
+
+def test_credentials_never_in_repr_or_messages():
+    o = JdbcSinkOptions.parse({**BASE, "url": "postgresql://alice:s3cret@h/db?password=s3cret",
+                               "password": "hunter2", "user": "alice"})
+    assert "s3cret" not in repr(o) and "hunter2" not in repr(o)
+    assert "s3cret" not in o.where
+    assert o.scrub("failed for s3cret and hunter2 at postgresql://alice:s3cret@h/db") == (
+        "failed for *** and *** at postgresql://alice:***@h/db")
+    with pytest.raises(OptionError) as e:
+        JdbcSinkOptions.parse({"url": "jdbc:mysql://bob:pw123@h/db", "table": "t"})
+    assert "pw123" not in str(e.value)
+
+
+def test_gid_round_trip():
+    key = PartitionKey("3fe81d21-79f9.x_y", 12, 3, 1)
+    assert gid_of(key) == "jetspark:3fe81d21-79f9.x_y:12:3:1"
+    assert parse_gid(gid_of(key)) == key
+    assert parse_gid("someone-else:1") is None and parse_gid("jetspark:a:b:c:d") is None
+
+
+SCHEMA = T.StructType([
+    T.StructField("id", T.LongType(), False),
+    T.StructField("name", T.StringType()),
+    T.StructField("amount", T.DecimalType(10, 2)),
+    T.StructField("ts", T.TimestampType()),
+])
+
+
+def _col(name, type_name, display=None, category="N", not_null=False, has_default=False):
+    return TableColumn(name, type_name, display or type_name, category, not_null, has_default)
+
+
+def test_compatible_schema_has_no_mismatch():
+    cols = [_col("id", "int8"), _col("name", "jsonb", category="U"), _col("amount", "numeric"),
+            _col("ts", "timestamptz", category="D"), _col("extra", "int4", has_default=True, not_null=True)]
+    assert mismatches(SCHEMA, cols, ("id",)) == []
+
+
+def test_mismatches_are_all_listed():
+    cols = [_col("ID", "int8"), _col("name", "int4"), _col("amount", "numeric"),
+            _col("ts", "bool", category="B"), _col("required", "text", category="S", not_null=True)]
+    problems = " | ".join(mismatches(SCHEMA, cols, ("nokey",)))
+    assert "column 'id' of the DataFrame is not in the table (names are case-sensitive" in problems
+    assert "column 'name': DataFrame type string cannot be written into table type int4" in problems
+    assert "'ts': DataFrame type timestamp cannot be written into table type bool" in problems
+    assert "table column 'required' is NOT NULL without a default" in problems
+    assert "key column 'nokey'" in problems
+
+
+def test_unsupported_types_and_create_table_sql():
+    with pytest.raises(SinkError, match="array<int> is not supported"):
+        check_supported(T.StructType([T.StructField("xs", T.ArrayType(T.IntegerType()))]))
+    ddl = create_table_sql(TableName("s", 'we"ird'), SCHEMA, ("id",))
+    text = ddl.as_string(None)
+    assert text == ('CREATE TABLE IF NOT EXISTS "s"."we""ird" ("id" bigint NOT NULL, "name" text, '
+                    '"amount" numeric(10,2), "ts" timestamptz, PRIMARY KEY ("id"))')
+
+
+def test_arrow_batch_as_copy_csv():
+    batch = pa.RecordBatch.from_pydict({
+        "s": pa.array(["a", "", None, 'q"u,o\nte'], pa.string()),
+        "i": pa.array([1, None, 3, 4], pa.int64()),
+        "b": pa.array([b"\x00\xff", None, b"", b"z"], pa.binary()),
+        "t": pa.array([dt.datetime(2024, 1, 1, 1, 2, 3, 456789), None, None, None],
+                      pa.timestamp("us", tz="UTC")),
+    })
+    lines = to_csv(batch).to_pybytes().decode()
+    assert lines == ('"a",1,"\\x00ff",2024-01-01 01:02:03.456789Z\n'
+                     '"",,,\n'
+                     ',3,"\\x",\n'
+                     '"q""u,o\nte",4,"\\x7a",\n')

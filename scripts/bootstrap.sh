@@ -45,6 +45,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   "$VENV/bin/python" -m pip install -q -e ".[test,demo]"
   touch "$stamp"
 fi
+# PySpark auto-registers formats by listing top-level modules (pkgutil.iter_modules), which
+# cannot see modules behind setuptools' editable import hook. A wheel install puts the
+# pyspark_jet* modules in site-packages; for this editable one, put formats/ on the path.
+site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD/formats" > "$site/jetspark-formats-editable.pth"
 
 # --- Kafka jars -------------------------------------------------------------------
 "$VENV/bin/jetspark" services fetch

@@ -1,0 +1,335 @@
+"""confluent-kafka → Arrow: read one offset range of one partition as record batches.
+
+Memory stays bounded: records are consumed in chunks of ``chunk_rows`` and each chunk
+becomes one ``pyarrow.RecordBatch`` (librdkafka's prefetch queue is bounded by its own
+``queued.*`` settings). A read stops by offset, never by a count of records: transactional
+topics have offset gaps (control records, aborted data), compacted topics too.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaException, Message
+from confluent_kafka import KafkaError as KError
+from confluent_kafka import TopicPartition as KTopicPartition
+
+from jetspark import faults
+from jetspark.errors import JetsparkError
+
+from .watermarks import late_mask
+
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+TS_TYPE = pa.timestamp("us", tz="UTC")
+_BASE_FIELDS = [
+    ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("offset", pa.int64()), ("timestamp", TS_TYPE), ("timestampType", pa.int32()),
+]
+_EXTRA_FIELDS = [("watermark", TS_TYPE), ("heartbeat", pa.bool_()), ("late", pa.bool_())]
+_DATA_LOSS_CODES = {KError._AUTO_OFFSET_RESET, KError.OFFSET_OUT_OF_RANGE}
+
+
+class DataLossError(JetsparkError):
+    """Records the query needed are gone (retention, topic deleted); see ``failOnDataLoss``."""
+
+    def __init__(self, topic: str, partition: int, wanted: int, available: int | str) -> None:
+        super().__init__(
+            f"data loss in topic {topic!r} partition {partition}: offsets from {wanted} are needed "
+            f"but the earliest available offset is {available} (deleted by retention?). Set "
+            "failOnDataLoss=false to skip lost records and continue."
+        )
+
+
+@functools.cache
+def arrow_schema(include_headers: bool) -> pa.Schema:
+    fields = list(_BASE_FIELDS)
+    if include_headers:
+        fields.append(("headers", HEADERS_TYPE))
+    return pa.schema(fields + _EXTRA_FIELDS)
+
+
+def spark_schema(include_headers: bool) -> str:
+    """The DDL of the source's rows: Spark's Kafka columns, then watermark, heartbeat, late."""
+    cols = ["key binary", "value binary", "topic string", "partition int", "offset bigint",
+            "timestamp timestamp", "timestampType int"]
+    if include_headers:
+        cols.append("headers array<struct<key:string,value:binary>>")
+    return ", ".join([*cols, "watermark timestamp", "heartbeat boolean", "late boolean"])
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """What every read task of one query shares."""
+
+    kafka: Mapping[str, str]
+    include_headers: bool
+    keep_late: bool
+    lag_ms: int
+    fail_on_data_loss: bool
+    poll_timeout_ms: int
+    chunk_rows: int
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    """Offsets [start, end) of one partition, with the watermark facts the batch started with."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    start_max_ts: int | None
+    """Greatest event time of the partition before ``start`` (None: unknown / none)."""
+    w_prev: int | None
+    """The coalesced watermark the batch started with (Spark's current watermark)."""
+    watermark: int | None
+    """The batch's coalesced watermark W, stamped on every row."""
+    detect_late: bool = True
+
+
+_WAIT_S = 0.05
+
+
+class _Patience:
+    """Counts the time without any message; false once it exceeds the poll timeout."""
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_s = timeout_ms / 1000
+        self.since = time.monotonic()
+
+    def got(self, n: int) -> bool:
+        now = time.monotonic()
+        if n:
+            self.since = now
+        return now - self.since <= self.timeout_s
+
+
+def consumer_conf(kafka: Mapping[str, str]) -> dict:
+    conf: dict = dict(kafka)
+    conf.update({"enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "error",
+                 "enable.auto.offset.store": False})
+    conf.setdefault("fetch.wait.max.ms", "100")
+    # librdkafka's 1 MB per partition and fetch holds throughput to a third on a fast link;
+    # the prefetch queue stays bounded by queued.max.messages.kbytes (64 MB by default).
+    conf.setdefault("max.partition.fetch.bytes", str(16 << 20))
+    return conf
+
+
+_POOL: OrderedDict[tuple, Consumer] = OrderedDict()
+_POOL_SIZE = 4
+
+
+@contextmanager
+def _pooled_consumer(kafka: Mapping[str, str]) -> Iterator[Consumer]:
+    """A consumer for one read task, kept for the next task of this (reused) Python worker.
+
+    Creating a consumer and connecting it costs more than a small micro-batch's read. A
+    consumer goes back to the pool, unassigned, only after a read that finished cleanly.
+    """
+    key = tuple(sorted(kafka.items()))
+    consumer = _POOL.pop(key, None) or Consumer(consumer_conf(kafka))
+    clean = False
+    try:
+        yield consumer
+        clean = True
+    finally:
+        if clean:
+            try:
+                consumer.unassign()
+            except KafkaException:
+                clean = False
+        if clean:
+            _POOL[key] = consumer
+            while len(_POOL) > _POOL_SIZE:
+                _POOL.popitem(last=False)[1].close()
+        else:
+            consumer.close()
+
+
+def heartbeat_batch(include_headers: bool, watermark: int | None) -> pa.RecordBatch:
+    """One row without payload: ``heartbeat`` true, carrying W so Spark sees it advance."""
+    schema = arrow_schema(include_headers)
+    arrays = [pa.nulls(1, f.type) for f in schema]
+    arrays[schema.get_field_index("watermark")] = pa.array([_us(watermark)], TS_TYPE)
+    arrays[schema.get_field_index("heartbeat")] = pa.array([True])
+    arrays[schema.get_field_index("late")] = pa.array([False])
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _us(ms: int | None) -> int | None:
+    return None if ms is None else ms * 1000
+
+
+def read_range(settings: ReadSettings, rng: RangeSpec, *, first: bool = False) -> Iterator[pa.RecordBatch]:
+    """Yield the records of ``rng`` as Arrow batches (late ones dropped or flagged).
+
+    ``first``: this task also yields a heartbeat row when it produced no row at all, so
+    a batch whose ranges hold only gaps still carries its watermark to Spark.
+    """
+    produced = 0
+    with _pooled_consumer(settings.kafka) as consumer:
+        for batch in _read(consumer, settings, rng):
+            produced += batch.num_rows
+            yield batch
+    if first and produced == 0:
+        yield heartbeat_batch(settings.include_headers, rng.watermark)
+
+
+def _read(consumer: Consumer, settings: ReadSettings, rng: RangeSpec) -> Iterator[pa.RecordBatch]:
+    pos = rng.start
+    consumer.assign([KTopicPartition(rng.topic, rng.partition, pos)])
+    running = rng.start_max_ts
+    wm_scalar = pa.scalar(_us(rng.watermark), TS_TYPE)
+    waited = _Patience(settings.poll_timeout_ms)
+    while pos < rng.end:
+        # consume() returns when it has n messages or after its timeout: short waits, so gaps
+        # (transactions, compaction) at the end of a range cost little.
+        msgs = consumer.consume(min(settings.chunk_rows, rng.end - pos), _WAIT_S)
+        if not waited.got(len(msgs)):
+            raise JetsparkError(
+                f"no record from topic {rng.topic!r} partition {rng.partition} within "
+                f"kafkaConsumer.pollTimeoutMs={settings.poll_timeout_ms} while reading offsets "
+                f"{pos}..{rng.end - 1}"
+            )
+        if not msgs:
+            continue
+        eof_at = None
+        if any(map(Message.error, msgs)):
+            data = []
+            for m in msgs:
+                err = m.error()
+                if err is None:
+                    data.append(m)
+                elif err.code() == KError._PARTITION_EOF:
+                    eof_at = m.offset()
+                elif err.code() in _DATA_LOSS_CODES:
+                    pos = _on_data_loss(consumer, settings, rng, pos)
+                    data = []
+                    break
+                else:
+                    raise JetsparkError(f"reading topic {rng.topic!r} partition {rng.partition}: {err}")
+            msgs = data
+        if msgs:
+            converted = _to_batch(msgs, settings, rng, running, wm_scalar)
+            if converted is None:  # every record was at or past the end
+                return
+            batch, running, last = converted
+            yield batch
+            faults.point("jetkafka.read_chunk")
+            pos = last + 1
+        if eof_at is not None and eof_at >= rng.end:
+            return
+
+
+def _on_data_loss(consumer: Consumer, settings: ReadSettings, rng: RangeSpec, pos: int) -> int:
+    low, _high = consumer.get_watermark_offsets(KTopicPartition(rng.topic, rng.partition), timeout=30)
+    if settings.fail_on_data_loss:
+        raise DataLossError(rng.topic, rng.partition, pos, low)
+    resume = max(low, pos)
+    consumer.assign([KTopicPartition(rng.topic, rng.partition, resume)])
+    return resume
+
+
+def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int | None,
+              wm_scalar: pa.Scalar) -> tuple[pa.RecordBatch, int | None, int] | None:
+    """Arrow batch of the messages before ``rng.end``, the running max event time after them,
+    and the last offset kept; None when every message is at or past the end."""
+    n = len(msgs)
+    first, last = msgs[0].offset(), msgs[-1].offset()
+    if last - first + 1 == n:  # no gap: no per-record offset calls
+        offsets = np.arange(first, last + 1, dtype=np.int64)
+    else:
+        offsets = np.fromiter(map(Message.offset, msgs), np.int64, n)
+    keep = n if last < rng.end else int(np.searchsorted(offsets, rng.end))
+    if keep == 0:
+        return None
+    if keep < n:
+        msgs, offsets, n = msgs[:keep], offsets[:keep], keep
+    pairs = np.fromiter(chain.from_iterable(map(Message.timestamp, msgs)), np.int64, 2 * n).reshape(n, 2)
+    ts = pairs[:, 1]
+    if rng.detect_late:
+        late, running = late_mask(ts, running, settings.lag_ms, rng.w_prev)
+    else:
+        late = np.zeros(n, dtype=bool)
+    stub = late if (not settings.keep_late and late.any()) else None
+    keys = pa.array(list(map(Message.key, msgs)), pa.binary(), mask=stub)
+    values = pa.array(list(map(Message.value, msgs)), pa.binary(), mask=stub)
+    # confluent-kafka: 0 none, 1 create time, 2 log-append time; Spark/Kafka ids: -1, 0, 1.
+    arrays = [
+        keys, values,
+        pa.repeat(rng.topic, n), pa.repeat(pa.scalar(rng.partition, pa.int32()), n),
+        pa.array(offsets, pa.int64()),
+        pa.array(ts * 1000, TS_TYPE),
+        pa.array((pairs[:, 0] - 1).astype(np.int32), pa.int32()),
+    ]
+    if settings.include_headers:
+        headers = [None if h is None else [{"key": k, "value": v} for k, v in h]
+                   for h in map(Message.headers, msgs)]
+        arrays.append(pa.array(headers, HEADERS_TYPE, mask=stub))
+    heartbeat = pa.array(late, pa.bool_()) if stub is not None else pa.repeat(pa.scalar(False), n)
+    arrays += [pa.repeat(wm_scalar, n), heartbeat, pa.array(late, pa.bool_())]
+    batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(settings.include_headers))
+    return batch, running, int(offsets[-1])
+
+
+def scan_max_timestamps(
+    kafka: Mapping[str, str], ranges: Mapping[tuple[str, int], tuple[int, int]], *,
+    fail_on_data_loss: bool, poll_timeout_ms: int,
+) -> dict[tuple[str, int], int | None]:
+    """Greatest record timestamp in each [start, end) range, read on the driver (bounded memory)."""
+    todo = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
+    out: dict[tuple[str, int], int | None] = {tp: None for tp in ranges}
+    if not todo:
+        return out
+    consumer = Consumer(consumer_conf(kafka))
+    try:
+        consumer.assign([KTopicPartition(t, p, s) for (t, p), (s, _) in todo.items()])
+        waited = _Patience(poll_timeout_ms)
+        while todo:
+            msgs = consumer.consume(10_000, _WAIT_S)
+            if not waited.got(len(msgs)):
+                raise JetsparkError(f"no record within kafkaConsumer.pollTimeoutMs={poll_timeout_ms} while "
+                                    f"scanning timestamps of {sorted(todo)}")
+            for m in msgs:
+                tp = (m.topic(), m.partition())
+                if tp not in todo:
+                    continue
+                start, end = todo[tp]
+                err = m.error()
+                if err is not None:
+                    if err.code() == KError._PARTITION_EOF:
+                        if m.offset() >= end:
+                            del todo[tp]
+                            consumer.pause([KTopicPartition(*tp)])
+                        continue
+                    if err.code() in _DATA_LOSS_CODES:
+                        low, _ = consumer.get_watermark_offsets(KTopicPartition(*tp), timeout=30)
+                        if fail_on_data_loss:
+                            raise DataLossError(tp[0], tp[1], start, low)
+                        consumer.seek(KTopicPartition(tp[0], tp[1], max(low, start)))
+                        continue
+                    raise JetsparkError(f"scanning topic {tp[0]!r} partition {tp[1]}: {err}")
+                off = m.offset()
+                if off >= end:
+                    del todo[tp]
+                    consumer.pause([KTopicPartition(*tp)])
+                    continue
+                ts = m.timestamp()[1]
+                prev = out[tp]
+                out[tp] = ts if prev is None else max(prev, ts)
+                if off + 1 >= end:
+                    del todo[tp]
+                    consumer.pause([KTopicPartition(*tp)])
+    except KafkaException as e:
+        raise JetsparkError(f"scanning timestamps: {e}") from None
+    finally:
+        consumer.close()
+    return out

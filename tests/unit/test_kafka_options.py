@@ -1,0 +1,135 @@
+"""jetkafka options, offsets JSON and planning helpers (pure logic)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from pyspark.sql.datasource import DataSource
+
+from jetspark.datasources.kafka_offsets import KafkaOffset
+from jetspark.datasources.kafka_options import EARLIEST, LATEST, KafkaSourceOptions
+from jetspark.datasources.kafka_read import RangeSpec
+from jetspark.datasources.kafka_source import prorate, split_ranges
+from jetspark.datasources.watermarks import PartitionMark, TrackerState
+from jetspark.errors import OptionError
+
+BASE = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+
+
+def parse(streaming=True, **extra):
+    return KafkaSourceOptions.parse({**BASE, **extra}, streaming=streaming)
+
+
+def test_defaults_like_sparks_kafka_source():
+    o = parse()
+    assert o.subscription.topics == ("t",)
+    assert o.starting.default == LATEST and parse(streaming=False).starting.default == EARLIEST
+    assert o.fail_on_data_loss and not o.include_headers and o.max_offsets_per_trigger is None
+    assert o.watermark.lag_ms == 0 and o.watermark.idle_timeout_ms == 60_000 and not o.keep_late
+    assert o.kafka["bootstrap.servers"] == "h:1" and o.kafka["group.id"].startswith("jetkafka-")
+    assert o.isolation_committed
+
+
+def test_options_are_case_insensitive_and_kafka_keys_keep_their_spelling():
+    o = KafkaSourceOptions.parse({"KAFKA.bootstrap.servers": "h:1", "SUBSCRIBE": "a,b",
+                                  "maxoffsetspertrigger": "7", "Watermark.Lag": "2 minutes",
+                                  "kafka.isolation.level": "read_uncommitted"}, streaming=True)
+    assert o.subscription.topics == ("a", "b") and o.max_offsets_per_trigger == 7
+    assert o.watermark.lag_ms == 120_000 and not o.isolation_committed
+
+
+def test_offsets_json_and_timestamps():
+    o = parse(startingOffsets='{"t":{"0":23,"1":-2}}')
+    assert o.starting.per_partition == {("t", 0): 23, ("t", 1): -2}
+    o = parse(startingOffsetsByTimestamp='{"t":{"0":1000}}')
+    assert o.starting.by_timestamp and o.starting.per_partition == {("t", 0): 1000}
+    assert parse(startingTimestamp="5").starting.timestamp == 5
+    o = KafkaSourceOptions.parse({"kafka.bootstrap.servers": "h:1", "assign": '{"x":[1,0]}'}, streaming=True)
+    assert o.subscription.assigned == (("x", 0), ("x", 1))
+
+
+@pytest.mark.parametrize(
+    ("extra", "option"),
+    [
+        ({"subscribePattern": "t.*"}, "subscribe | subscribePattern | assign"),
+        ({"maxOffsetsPerTrigger": "0"}, "maxOffsetsPerTrigger"),
+        ({"maxOffsetsPerTrigger": "ten"}, "maxOffsetsPerTrigger"),
+        ({"startingOffsets": "yesterday"}, "startingOffsets"),
+        ({"startingOffsets": '{"t":{"0":-7}}'}, "startingOffsets"),
+        ({"failOnDataLoss": "maybe"}, "failOnDataLoss"),
+        ({"watermark.lag": "soon"}, "watermark.lag"),
+        ({"watermark.lateRecords": "hide"}, "watermark.lateRecords"),
+        ({"endingOffsets": "latest"}, "endingOffsets"),
+        ({"kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit"),
+        ({"maxOffsetPerTrigger": "5"}, "maxOffsetPerTrigger"),
+        ({"minOffsetsPerTrigger": "9", "maxOffsetsPerTrigger": "5"}, "minOffsetsPerTrigger"),
+        ({"startingOffsetsByTimestamp": "[1]"}, "startingOffsetsByTimestamp"),
+    ],
+)
+def test_bad_options_name_option_value_and_accepted(extra, option):
+    with pytest.raises(OptionError) as err:
+        parse(**extra)
+    assert err.value.option == option
+    assert "accepted" in str(err.value)
+
+
+def test_required_and_batch_only_rules():
+    with pytest.raises(OptionError, match=r"kafka\.bootstrap\.servers"):
+        KafkaSourceOptions.parse({"subscribe": "t"}, streaming=True)
+    with pytest.raises(OptionError, match="startingOffsets"):
+        parse(streaming=False, startingOffsets="latest")
+    with pytest.raises(OptionError, match="endingOffsets"):
+        parse(streaming=False, endingOffsets="earliest")
+    assert parse(streaming=False, endingOffsets='{"t":{"0":5}}').ending.per_partition == {("t", 0): 5}
+
+
+def test_offset_json_round_trip_keeps_tracker_state():
+    state = TrackerState({"t:0": PartitionMark(100, 7, False), "t:1": PartitionMark(None, 8, True)}, 95)
+    off = KafkaOffset({("t", 0): 12, ("t", 1): 3}, state, {("t", 1): 0})
+    data = off.to_json(lag_ms=5)
+    assert data["offsets"] == {"t": {"0": 12, "1": 3}} and data["watermark"] == 95
+    assert data["partitions"]["t"]["0"] == {"maxTs": 100, "wm": 95, "idle": False, "progressMs": 7}
+    back = KafkaOffset.from_json(data)
+    assert back == off
+    prev = KafkaOffset({("t", 0): 10, ("t", 1): 99})
+    assert back.start_of(("t", 0), prev) == 10 and back.start_of(("t", 1), prev) == 0
+
+
+def test_prorate_like_spark():
+    assert prorate({"a": 10, "b": 30}, 100) == {"a": 10, "b": 30}
+    assert prorate({"a": 10, "b": 30}, 20) == {"a": 5, "b": 15}
+    assert prorate({"a": 1, "b": 999, "c": 0}, 10) == {"a": 1, "b": 9, "c": 0}
+
+
+def test_split_ranges_for_min_partitions_covers_every_offset_once():
+    ranges = [RangeSpec("t", 0, 0, 100, None, None, None), RangeSpec("t", 1, 50, 60, None, None, None)]
+    pieces = split_ranges(ranges, 6)
+    assert len(pieces) >= 6
+    covered = sorted((p.partition, o) for p in pieces for o in range(p.start, p.end))
+    assert covered == sorted([(0, o) for o in range(100)] + [(1, o) for o in range(50, 60)])
+    assert split_ranges(ranges, None) == ranges
+
+
+def test_format_module_exposes_default_source():
+    # Loaded from its file: it is only importable by name once pyproject lists it.
+    path = Path(__file__).resolve().parents[2] / "formats" / "pyspark_jetkafka.py"
+    spec = importlib.util.spec_from_file_location("pyspark_jetkafka", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert issubclass(module.DefaultSource, DataSource)
+    assert module.DefaultSource.name() == "jetkafka"
+
+
+def test_a_kafka_setting_librdkafka_rejects_is_named():
+    from jetspark.datasources.kafka_broker import validate_consumer_conf
+
+    with pytest.raises(OptionError) as err:
+        validate_consumer_conf({"bootstrap.servers": "127.0.0.1:9", "group.id": "g",
+                                "sasl.jaas.config": "org.apache...required;"})
+    assert err.value.option == "kafka.sasl.jaas.config"
+    with pytest.raises(OptionError) as err:
+        validate_consumer_conf({"bootstrap.servers": "127.0.0.1:9", "group.id": "g",
+                                "fetch.max.bytes": "lots"})
+    assert err.value.option == "kafka.fetch.max.bytes" and err.value.value == "lots"

@@ -1,0 +1,201 @@
+"""The jetkafka stream reader's offset logic against a fake broker (pure logic, injected clock)."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+from jetspark.datasources import kafka_source
+from jetspark.datasources.kafka_options import KafkaSourceOptions
+from jetspark.datasources.kafka_read import DataLossError
+from jetspark.datasources.kafka_source import Heartbeat, KafkaRange, KafkaStreamReader
+
+T = "t"
+
+
+class FakeBroker:
+    """Partitions 0 and 1 of topic t; record i of partition p has timestamp ts0[p] + i."""
+
+    def __init__(self) -> None:
+        self.low = {(T, 0): 0, (T, 1): 0}
+        self.high = {(T, 0): 0, (T, 1): 0}
+        self.ts0 = {(T, 0): 1_000, (T, 1): 1_000}
+
+    def topic_partitions(self):
+        return sorted(self.high)
+
+    def earliest(self, tps):
+        return {tp: self.low[tp] for tp in tps}
+
+    def latest(self, tps):
+        return {tp: self.high[tp] for tp in tps}
+
+    def max_timestamp(self, tps):
+        return {tp: (self.high[tp] - 1, self.ts0[tp] + self.high[tp] - 1) if self.high[tp] else (-1, -1)
+                for tp in tps}
+
+    def close(self):
+        pass
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 10_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture
+def setup(monkeypatch):
+    broker = FakeBroker()
+
+    def scan(kafka, ranges, **_):  # what a driver read would find: the last record is the max
+        return {tp: broker.ts0[tp] + end - 1 for tp, (start, end) in ranges.items()}
+
+    monkeypatch.setattr(kafka_source, "scan_max_timestamps", scan)
+
+    def make(**extra):
+        options = KafkaSourceOptions.parse(
+            {"kafka.bootstrap.servers": "h:1", "subscribe": T, "startingOffsets": "earliest",
+             "watermark.idleTimeout": "10 seconds", **extra}, streaming=True)
+        clock = Clock()
+        reader = KafkaStreamReader(options, clock)
+        reader._broker = broker
+        return reader, clock
+
+    return broker, make
+
+
+def test_first_batch_records_where_it_started_and_replays_the_same_ranges(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 5, (T, 1): 3}
+    reader, _ = make(startingOffsets="latest")
+    initial = reader.initialOffset()
+    assert initial["offsets"] == {T: {"0": 5, "1": 3}} and initial["initial"] is True
+    broker.high = {(T, 0): 9, (T, 1): 4}
+    end = reader.latestOffset(initial, ReadAllAvailable())
+    assert end["from"] == {T: {"0": 5, "1": 3}} and end["offsets"] == {T: {"0": 9, "1": 4}}
+    assert end["watermark"] == min(1_000 + 8, 1_000 + 3)
+    # after a crash Spark replays batch 0 with a NEW initialOffset (latest has moved on)
+    broker.high = {(T, 0): 20, (T, 1): 20}
+    replay_start = make(startingOffsets="latest")[0].initialOffset()
+    ranges = [(p.spec.partition, p.spec.start, p.spec.end) for p in reader.partitions(replay_start, end)]
+    assert ranges == [(0, 5, 9), (1, 3, 4)]
+
+
+def test_nothing_new_returns_start_itself(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 2, (T, 1): 2}
+    reader, _ = make()
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert reader.latestOffset(end, ReadAllAvailable()) is end
+
+
+def test_max_rows_prorates_and_the_watermark_follows_what_was_admitted(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 30, (T, 1): 10}
+    reader, _ = make(maxOffsetsPerTrigger="8")
+    assert reader.getDefaultReadLimit() == ReadMaxRows(8)
+    end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(8))
+    assert end["offsets"] == {T: {"0": 6, "1": 2}}
+    assert end["partitions"][T]["0"]["maxTs"] == 1_005 and end["watermark"] == 1_001
+
+
+def test_idle_partition_is_left_out_and_w_moves_with_a_heartbeat(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 5, (T, 1): 0}
+    reader, clock = make()
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert first["watermark"] is None  # partition 1: no data, not idle yet
+    clock.now += 5_000
+    broker.high[(T, 0)] = 6
+    second = reader.latestOffset(first, ReadAllAvailable())
+    assert second["watermark"] is None
+    clock.now += 6_000  # partition 1 idle (11 s), partition 0 advanced 6 s ago: not idle
+    third = reader.latestOffset(second, ReadAllAvailable())
+    assert third is not second and third["offsets"] == second["offsets"]
+    assert third["partitions"][T]["1"]["idle"] is True and third["watermark"] == 1_005
+    parts = reader.partitions(second, third)
+    assert len(parts) == 1 and isinstance(parts[0], Heartbeat) and parts[0].watermark == 1_005
+
+
+def test_new_partition_starts_at_earliest(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 3, (T, 1): 3}
+    reader, _ = make()
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    broker.low[(T, 2)], broker.high[(T, 2)], broker.ts0[(T, 2)] = 4, 7, 5_000
+    broker.high[(T, 0)] = 4
+    nxt = reader.latestOffset(end, ReadAllAvailable())
+    assert nxt["from"] == {T: {"2": 4}} and nxt["offsets"][T]["2"] == 7
+    spans = {p.spec.partition: (p.spec.start, p.spec.end) for p in reader.partitions(end, nxt)}
+    assert spans == {0: (3, 4), 2: (4, 7)}
+
+
+def test_data_loss_fails_or_skips(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 5, (T, 1): 5}
+    reader, _ = make()
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    broker.low[(T, 0)], broker.high[(T, 0)] = 8, 10
+    with pytest.raises(DataLossError, match=r"topic 't' partition 0: offsets from 5 .* earliest .* is 8"):
+        reader.latestOffset(end, ReadAllAvailable())
+    skipping, _ = make(failOnDataLoss="false")
+    nxt = skipping.latestOffset(end, ReadAllAvailable())
+    assert nxt["from"] == {T: {"0": 8}} and nxt["offsets"][T]["0"] == 10
+
+
+def test_available_now_stops_at_the_target(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 5, (T, 1): 5}
+    reader, _ = make()
+    start = reader.initialOffset()
+    reader.prepareForTriggerAvailableNow()
+    broker.high = {(T, 0): 50, (T, 1): 50}
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert end["offsets"] == {T: {"0": 5, "1": 5}}
+    assert reader.latestOffset(end, ReadAllAvailable()) is end
+
+
+def test_min_rows_waits_until_enough_or_max_trigger_delay(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 3, (T, 1): 0}
+    reader, clock = make(minOffsetsPerTrigger="10", maxTriggerDelay="1 minute")
+    start = reader.initialOffset()
+    assert reader.latestOffset(start, ReadMinRows(10)) is start
+    clock.now += 61_000
+    assert reader.latestOffset(start, ReadMinRows(10))["offsets"][T]["0"] == 3
+
+
+def test_a_range_task_carries_the_watermark_facts_of_the_batch_start(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 4, (T, 1): 4}
+    reader, _ = make(**{"watermark.lag": "2 ms"})
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    broker.high = {(T, 0): 6, (T, 1): 6}
+    second = reader.latestOffset(first, ReadAllAvailable())
+    spec = next(p.spec for p in reader.partitions(first, second) if isinstance(p, KafkaRange))
+    facts = (spec.start, spec.end, spec.start_max_ts, spec.w_prev, spec.watermark)
+    assert facts == (4, 6, 1_003, 1_001, 1_003)
+
+
+def test_records_arriving_meanwhile_extend_the_batch_to_the_max_timestamp_record(setup):
+    broker, make = setup
+    broker.high = {(T, 0): 5, (T, 1): 5}
+    reader, _ = make()
+    start = reader.initialOffset()
+    listed_max = broker.max_timestamp
+
+    def racing_max_timestamp(tps):  # 3 more records land on partition 0 before the question
+        broker.high[(T, 0)] = 8
+        return listed_max(tps)
+
+    broker.max_timestamp = racing_max_timestamp
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert end["offsets"][T] == {"0": 8, "1": 5}
+    assert end["partitions"][T]["0"]["maxTs"] == 1_007
+    limited, _ = make(maxOffsetsPerTrigger="100")  # under a rate limit it reads the timestamps instead
+    broker.high[(T, 0)] = 5
+    end = limited.latestOffset(start, ReadMaxRows(100))
+    assert end["offsets"][T] == {"0": 5, "1": 5} and end["partitions"][T]["0"]["maxTs"] == 1_004

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from jetspark.errors import OptionError
 from jetspark.options import Options
+from jetspark.redaction import redact_dsn
 
 MESSAGE_ID_PROPERTY = "message_id"
 MESSAGE_ID_BODY_HASH = "bodyHash"
@@ -110,13 +111,7 @@ class RabbitMQOptions:
 
     def redacted_url(self) -> str:
         """The URL without its password, for messages and logs."""
-        from urllib.parse import urlsplit, urlunsplit
-
-        parts = urlsplit(self.url)
-        if parts.password is None:
-            return self.url
-        netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
+        return redact_dsn(self.url)
 
 
 def _header_name(value: str) -> str | None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, replace
+
+from jetspark.redaction import redact_dsn
+
+__all__ = ["ENV_VARS", "SERVICES", "Endpoints", "redact_dsn"]
 
 ENV_VARS = {
     "kafka": "JETSPARK_KAFKA_BOOTSTRAP",
@@ -41,13 +44,3 @@ class Endpoints:
     @classmethod
     def from_env(cls) -> Endpoints:
         return cls(**{_FIELDS[s]: os.environ.get(v) or None for s, v in ENV_VARS.items()})
-
-
-_PASSWORD_IN_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@]*):[^@/]*@", re.I)
-_PASSWORD_KV = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.I)
-
-
-def redact_dsn(dsn: str) -> str:
-    """``dsn`` with any password replaced by ``***`` (URL or key=value form)."""
-    dsn = _PASSWORD_IN_URL.sub(lambda m: f"{m['scheme']}{m['user']}:***@", dsn)
-    return _PASSWORD_KV.sub(lambda m: f"{m.group(1)}***", dsn)

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from jetspark.errors import ServiceError
-from jetspark.services.endpoints import redact_dsn
+from jetspark.redaction import redact_dsn
 from jetspark.services.process import ensure_port_free, free_port, spawn, wait_ready
 from jetspark.services.registry import ServiceRecord
 

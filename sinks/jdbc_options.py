@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from jetspark.errors import OptionError
 from jetspark.options import Options
-from jetspark.services.endpoints import redact_dsn
+from jetspark.redaction import redact_dsn, scrub
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
 EXACTLY_ONCE = "exactly-once"
@@ -90,9 +90,7 @@ class JdbcSinkOptions:
 
     def scrub(self, text: str) -> str:
         """``text`` without any credential of these options."""
-        for secret in self.secrets():
-            text = text.replace(secret, "***")
-        return redact_dsn(text)
+        return redact_dsn(scrub(text, self.secrets()))
 
     def connect_kwargs(self) -> dict[str, str]:
         kwargs = {}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from jetspark.errors import OptionError
 from jetspark.options import Options
+from jetspark.redaction import scrub
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
 EXACTLY_ONCE = "exactly-once"
@@ -55,9 +56,7 @@ class KafkaSinkOptions:
 
     def scrub(self, text: str) -> str:
         """``text`` without any secret producer setting (SASL/SSL passwords, tokens)."""
-        for secret in self.secrets():
-            text = text.replace(secret, "***")
-        return text
+        return scrub(text, self.secrets())
 
     def transactional_id(self, sink_id: str, partition_id: int) -> str:
         """Stable per sink partition: a new attempt or run fences the older producer."""

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from jetspark.errors import ServiceError
+from jetspark.redaction import redact_dsn
 from jetspark.services import kafka, postgres, rabbitmq
-from jetspark.services.endpoints import Endpoints, redact_dsn
+from jetspark.services.endpoints import Endpoints
 from jetspark.services.process import ensure_port_free, free_port, pid_alive, spawn, stop, wait_ready
 
 

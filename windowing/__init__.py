@@ -1,1 +1,34 @@
-"""jetspark.windowing: frame windowing (aggregate operations, sliding/tumbling/session)."""
+"""jetspark.windowing — Jet-style frame windowing on Spark Structured Streaming.
+
+``window_aggregate(df, key=…, time=…, window=sliding(…) | tumbling(…) | session(…),
+aggs={"n": ops.count(), …})``; operations in :mod:`.ops`, user-defined ones by
+subclassing :class:`AggregateOperation` (see :mod:`.aggregate`).
+"""
+
+from . import ops
+from .aggregate import EVENT_TIME, AggregateError, AggregateOperation, Field
+from .api import STATE_APIS, window_aggregate
+from .windows import (
+    SessionWindow,
+    SlidingWindow,
+    WindowDefinitionError,
+    session,
+    sliding,
+    tumbling,
+)
+
+__all__ = [
+    "EVENT_TIME",
+    "STATE_APIS",
+    "AggregateError",
+    "AggregateOperation",
+    "Field",
+    "SessionWindow",
+    "SlidingWindow",
+    "WindowDefinitionError",
+    "ops",
+    "session",
+    "sliding",
+    "tumbling",
+    "window_aggregate",
+]

@@ -1,0 +1,317 @@
+"""window_aggregate on a real local Spark: equal to Spark's window()/session_window() and to
+the naive reference, batch and streaming, across a restart, with heartbeats."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from jetspark.windowing import STATE_APIS, ops, session, sliding, tumbling, window_aggregate
+from jetspark.windowing.reference import reference_windows
+
+pytestmark = pytest.mark.integration
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+BASE_US = 1_704_067_200 * 1_000_000  # 2024-01-01
+SEC = 1_000_000
+LAG_S = 20
+TS = pa.timestamp("us", tz="UTC")
+
+
+def _us(d: dt.datetime) -> int:
+    if d.tzinfo is None:  # Spark hands back naive datetimes in the session time zone (UTC)
+        d = d.replace(tzinfo=dt.UTC)
+    return (d - EPOCH) // dt.timedelta(microseconds=1)
+
+
+def make_batches(seed: int, batches: int, rows: int, keys: int = 6, span_s: int = 90):
+    """Micro-batches of events with a source-style watermark column (max ts - lag).
+
+    Late events (older than the previous batch's watermark) are dropped as the source
+    would, so Spark's withWatermark("ts", lag) computes the very same watermarks.
+    """
+    rng = np.random.default_rng(seed)
+    out, wm = [], None
+    for b in range(batches):
+        t = BASE_US + (b * span_s + rng.integers(-15, span_s, rows)) * SEC + rng.integers(0, SEC, rows)
+        if wm is not None:
+            t = t[t >= wm]
+        n = len(t)
+        top = int(t.max()) - LAG_S * SEC
+        wm = top if wm is None else max(wm, top)
+        x = rng.normal(10.0, 4.0, n)
+        x[rng.random(n) < 0.1] = np.nan
+        out.append(
+            {
+                "k": [f"s{i}" for i in rng.integers(0, keys, n)],
+                "ts": t,
+                "x": x,
+                "y": rng.normal(0.0, 1.0, n) + 0.5 * np.arange(n) / max(n, 1),
+                "watermark": np.full(n, wm),
+                "heartbeat": np.zeros(n, dtype=bool),
+            }
+        )
+    return out
+
+
+def write_batch(folder: Path, i: int, b: dict) -> None:
+    table = pa.table(
+        {
+            "k": pa.array(b["k"], pa.string()),
+            "ts": pa.array(b["ts"], TS),
+            "x": pa.array(b["x"], pa.float64(), from_pandas=True),
+            "y": pa.array(b["y"], pa.float64()),
+            "watermark": pa.array(b["watermark"], TS),
+            "heartbeat": pa.array(b["heartbeat"], pa.bool_()),
+        }
+    )
+    f = folder / f"part-{i:04d}.parquet"
+    pq.write_table(table, f)
+    os.utime(f, (1_600_000_000 + i, 1_600_000_000 + i))
+
+
+def heartbeat(wm_us: int) -> dict:
+    return {"k": [None], "ts": [None], "x": [None], "y": [None], "watermark": [wm_us], "heartbeat": [True]}
+
+
+def events_of(batches) -> list:
+    evs = []
+    for b in batches:
+        for k, t, x, y, hb in zip(b["k"], b["ts"], b["x"], b["y"], b["heartbeat"], strict=True):
+            if not hb:
+                evs.append((k, int(t), {"x": None if x is None or math.isnan(x) else x, "y": y}))
+    return evs
+
+
+def rows_by_window(rows) -> dict:
+    out = {}
+    for r in rows:
+        r = r.asDict()
+        w = (r.pop("k"), _us(r.pop("window_start")), _us(r.pop("window_end")))
+        assert w not in out, f"window emitted twice: {w}"
+        out[w] = r
+    return out
+
+
+def close(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, list):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
+    return math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-7)
+
+
+def assert_same(got: dict, expected: dict, names=None) -> None:
+    assert len(got) > 0
+    assert set(got) == set(expected), sorted(set(got) ^ set(expected))[:5]
+    for w, res in expected.items():
+        for name in names or res:
+            assert close(got[w][name], res[name]), (w, name, got[w][name], res[name])
+
+
+AGGS = {
+    "n": ops.count(),
+    "s": ops.sum_("x"),
+    "m": ops.mean("x"),
+    "lo": ops.min_("x"),
+    "hi": ops.max_("x"),
+    "var": ops.variance("x"),
+    "sd": ops.stddev("x"),
+    "slope": ops.linear_slope("x", "y"),
+    "icpt": ops.linear_intercept("x", "y"),
+}
+
+
+def spark_aggs():
+    return [
+        F.count("*").alias("n"),
+        F.sum("x").alias("s"),
+        F.avg("x").alias("m"),
+        F.min("x").alias("lo"),
+        F.max("x").alias("hi"),
+        F.var_samp("x").alias("var"),
+        F.stddev_samp("x").alias("sd"),
+        F.regr_slope("y", "x").alias("slope"),
+        F.regr_intercept("y", "x").alias("icpt"),
+    ]
+
+
+def spark_windowed(df, window_col, name):
+    return df.groupBy("k", window_col).agg(*spark_aggs()).select(
+        "k", F.col(f"{name}.start").alias("window_start"), F.col(f"{name}.end").alias("window_end"),
+        *AGGS,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def static_events(spark, tmp_path):
+    batches = make_batches(seed=3, batches=3, rows=300)
+    for i, b in enumerate(batches):
+        write_batch(tmp_path, i, b)
+    # NaN in parquet is a value for Spark; our generator means null
+    df = spark.read.parquet(str(tmp_path)).withColumn("x", F.nanvl("x", F.lit(None)))
+    return df, events_of(batches)
+
+
+def test_static_sliding_equals_spark_window_and_reference(spark, static_events):
+    df, evs = static_events
+    for deduct in (True, False):
+        ours = rows_by_window(
+            window_aggregate(df, key="k", time="ts", window=sliding("30 seconds", "10 seconds"),
+                             aggs={**AGGS, "seq": ops.collect_sorted("x")}, deduct=deduct).collect()
+        )  # fmt: skip
+        theirs = rows_by_window(
+            spark_windowed(df, F.window("ts", "30 seconds", "10 seconds"), "window").collect()
+        )
+        assert_same(ours, theirs)
+        ref = reference_windows(
+            evs, sliding("30 seconds", "10 seconds"), {**AGGS, "seq": ops.collect_sorted("x")}
+        )
+        assert_same(ours, ref)
+
+
+def test_static_session_equals_spark_session_window(spark, static_events):
+    df, evs = static_events
+    ours = rows_by_window(
+        window_aggregate(df, key="k", time="ts", window=session("4 seconds"), aggs=AGGS).collect()
+    )
+    theirs = rows_by_window(
+        spark_windowed(df, F.session_window("ts", "4 seconds"), "session_window").collect()
+    )
+    assert_same(ours, theirs)
+    assert_same(ours, reference_windows(evs, session("4 seconds"), AGGS))
+
+
+def test_seed_example_30s_window_sliding_by_10s_counts_events(spark):
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    rows = [("car", base + dt.timedelta(seconds=s)) for s in (1, 5, 12, 29, 31, 65)]
+    df = spark.createDataFrame(rows, "sensor string, ts timestamp")
+    out = window_aggregate(df, key="sensor", time="ts", window=sliding("30 seconds", "10 seconds"),
+                           aggs={"n": ops.count()})  # fmt: skip
+    got = {(_us(r.window_start) - _us(base)) // SEC: r.n for r in out.collect()}
+    # windows [start, start + 30 s) every 10 s, by start second relative to base
+    assert got == {-20: 2, -10: 3, 0: 4, 10: 3, 20: 2, 30: 1, 40: 1, 50: 1, 60: 1}
+
+
+def _stream(spark, folder: Path, schema, query_df_fn, out: Path, ckpt: Path):
+    src = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
+    q = (
+        query_df_fn(src)
+        .writeStream.format("parquet")
+        .outputMode("append")
+        .option("path", str(out))
+        .option("checkpointLocation", str(ckpt))
+        .start()
+    )
+    try:
+        q.processAllAvailable()
+        progress = q.recentProgress
+    finally:
+        q.stop()
+    return progress
+
+
+def _read(spark, out: Path):
+    return spark.read.parquet(str(out)).collect()
+
+
+def _ours(window, api, aggs=AGGS):
+    def build(src):
+        src = src.withColumn("x", F.nanvl("x", F.lit(None))).withWatermark("watermark", "0 seconds")
+        return window_aggregate(src, key="k", time="ts", window=window, aggs=aggs, state_api=api, buckets=4)
+
+    return build
+
+
+def _theirs(window_col, name):
+    def build(src):
+        src = src.where(~F.col("heartbeat")).withColumn("x", F.nanvl("x", F.lit(None)))
+        return spark_windowed(src.withWatermark("ts", f"{LAG_S} seconds"), window_col, name)
+
+    return build
+
+
+@pytest.fixture
+def stream_dir(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    batches = make_batches(seed=11, batches=4, rows=150)
+    for i, b in enumerate(batches):
+        write_batch(folder, i, b)
+    return folder, batches
+
+
+@pytest.mark.parametrize("api", STATE_APIS)
+def test_streaming_sliding_equals_spark_window_and_reference(spark, stream_dir, tmp_path, api):
+    folder, batches = stream_dir
+    schema = spark.read.parquet(str(folder)).schema
+    window = sliding("30 seconds", "10 seconds")
+    theirs_q = _theirs(F.window("ts", "30 seconds", "10 seconds"), "window")
+    theirs_prog = _stream(spark, folder, schema, theirs_q, tmp_path / "theirs", tmp_path / "ck_theirs")
+    spark_wm = _us(dt.datetime.fromisoformat(theirs_prog[-1]["eventTime"]["watermark"]))
+    # a heartbeat row moves the watermark past every event: all windows close (ours only)
+    final_wm = int(max(b["ts"].max() for b in batches)) + 60 * SEC
+    write_batch(folder, len(batches), heartbeat(final_wm))
+    prog = _stream(spark, folder, schema, _ours(window, api), tmp_path / "ours", tmp_path / "ck_ours")
+    ours = rows_by_window(_read(spark, tmp_path / "ours"))
+    theirs = rows_by_window(_read(spark, tmp_path / "theirs"))
+    assert_same({w: r for w, r in ours.items() if w[2] <= spark_wm}, theirs)
+    assert_same(ours, reference_windows(events_of(batches), window, AGGS))
+    # state: at most one row per bucket, whatever the stream length
+    assert all(op["numRowsTotal"] <= 4 for p in prog for op in p["stateOperators"])
+
+
+def test_streaming_session_equals_spark_session_window(spark, stream_dir, tmp_path):
+    folder, _ = stream_dir
+    schema = spark.read.parquet(str(folder)).schema
+    window = session("3 seconds")
+    _stream(spark, folder, schema, _ours(window, STATE_APIS[0]), tmp_path / "ours", tmp_path / "ck1")
+    _stream(spark, folder, schema, _theirs(F.session_window("ts", "3 seconds"), "session_window"),
+            tmp_path / "theirs", tmp_path / "ck2")  # fmt: skip
+    assert_same(
+        rows_by_window(_read(spark, tmp_path / "ours")), rows_by_window(_read(spark, tmp_path / "theirs"))
+    )
+
+
+@pytest.mark.parametrize("api", STATE_APIS)
+def test_restart_from_checkpoint_mid_stream_gives_the_same_output(spark, tmp_path, api):
+    batches = make_batches(seed=5, batches=5, rows=120)
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    whole.mkdir()
+    part.mkdir()
+    for i, b in enumerate(batches):
+        write_batch(whole, i, b)
+        if i < 3:
+            write_batch(part, i, b)
+    schema = spark.read.parquet(str(whole)).schema
+    aggs = {"n": ops.count(), "m": ops.mean("x"), "hi": ops.max_("x")}
+    window = sliding("40 seconds", "10 seconds")
+    build = _ours(window, api, aggs)
+    _stream(spark, whole, schema, build, tmp_path / "o_whole", tmp_path / "ck_whole")
+    _stream(spark, part, schema, build, tmp_path / "o_part", tmp_path / "ck_part")
+    for i in (3, 4):
+        shutil.copy(whole / f"part-{i:04d}.parquet", part / f"part-{i:04d}.parquet")
+        os.utime(part / f"part-{i:04d}.parquet", (1_600_000_000 + i, 1_600_000_000 + i))
+    _stream(spark, part, schema, build, tmp_path / "o_part", tmp_path / "ck_part")
+    a = rows_by_window(_read(spark, tmp_path / "o_whole"))
+    b = rows_by_window(_read(spark, tmp_path / "o_part"))
+    assert_same(b, a)
+
+
+def test_static_tumbling_native_and_python_engines_agree_with_spark(spark, static_events):
+    df, evs = static_events
+    window = tumbling("15 seconds")
+    theirs = rows_by_window(spark_windowed(df, F.window("ts", "15 seconds"), "window").collect())
+    for engine in ("auto", "python"):
+        ours = window_aggregate(df, key="k", time="ts", window=window, aggs=AGGS, engine=engine)
+        assert_same(rows_by_window(ours.collect()), theirs)
+    assert_same(theirs, reference_windows(evs, window, AGGS))

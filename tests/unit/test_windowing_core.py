@@ -1,0 +1,158 @@
+"""Window definitions, frame arithmetic, stage 2 bookkeeping and a user-defined operation."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from jetspark.errors import JetsparkError
+from jetspark.windowing import (
+    AggregateError,
+    AggregateOperation,
+    Field,
+    WindowDefinitionError,
+    ops,
+    session,
+    sliding,
+    tumbling,
+)
+from jetspark.windowing.frames import SlidingWindowPolicy
+from jetspark.windowing.plan import Plan
+from jetspark.windowing.stage1 import accumulate_events, stage1_function
+from jetspark.windowing.stage2 import step
+
+SEC = 1_000_000
+
+
+def test_window_definitions() -> None:
+    w = sliding("30 seconds", "10 seconds")
+    assert (w.size_us, w.slide_us, w.frames_per_window) == (30 * SEC, 10 * SEC, 3)
+    assert tumbling("1 minute") == sliding(60_000, dt.timedelta(minutes=1))
+    assert session("5s").timeout_us == 5 * SEC
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: sliding("30 seconds", "7 seconds"),
+        lambda: sliding("0 seconds", "1 second"),
+        lambda: tumbling(-5),
+        lambda: session("soon"),
+        lambda: sliding(True, 1),
+    ],
+)
+def test_bad_window_definitions_raise(make) -> None:
+    with pytest.raises(WindowDefinitionError) as e:
+        make()
+    assert isinstance(e.value, JetsparkError)
+
+
+def test_frame_arithmetic_matches_spark_window_alignment() -> None:
+    p = SlidingWindowPolicy.of(sliding("30 seconds", "10 seconds"))
+    t = np.array([-1, 0, 9_999_999, 10 * SEC])
+    assert p.frame_of(t).tolist() == [-1, 0, 0, 1]
+    j = np.array([0])
+    assert (p.window_start(j)[0], p.window_end(j)[0]) == (-20 * SEC, 10 * SEC)
+    assert p.last_closed_window(10 * SEC) == 0  # window ending at 10 s closes at W = 10 s
+    assert p.first_open_window(10 * SEC) == 1
+    assert p.first_needed_frame(30 * SEC) == 1  # frame 0's last window ends at 30 s
+    assert p.next_window_end(np.array([5]), 10 * SEC) == 60 * SEC
+
+
+class SumOfSquares(AggregateOperation):
+    """The docstring example of a user-defined operation."""
+
+    fields = (Field("s", "float64"),)
+    result_type = "double"
+
+    def accumulate(self, acc, groups, x):
+        return (acc[0] + np.bincount(groups, x * x, minlength=len(acc[0])),)
+
+    def combine(self, a, b):
+        return (a[0] + b[0],)
+
+    def finish(self, acc):
+        return acc[0]
+
+
+def _table(keys, secs, xs) -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array(keys),
+            "ts": pa.array([s * SEC for s in secs], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            "x": pa.array(xs, pa.float64()),
+        }
+    )
+
+
+def test_user_defined_operation_without_deduct() -> None:
+    plan = Plan.build("k", "ts", sliding(20_000, 10_000), {"ss": SumOfSquares("x"), "n": ops.count()})
+    table = _table(["a", "a", "a", "b"], [1, 12, 25, 3], [1.0, 2.0, 3.0, 4.0])
+    out = step(plan, None, accumulate_events(plan, table), None, None).output.to_pylist()
+    got = {(r["k"], r["window_start"].second): (r["ss"], r["n"]) for r in out}
+    assert got == {
+        ("a", 50): (1.0, 1),  # [-10 s, 10 s) relative to the epoch minute
+        ("a", 0): (5.0, 2),
+        ("a", 10): (13.0, 2),
+        ("a", 20): (9.0, 1),
+        ("b", 50): (16.0, 1),
+        ("b", 0): (16.0, 1),
+    }
+
+
+def test_streaming_step_emits_once_and_evicts() -> None:
+    plan = Plan.build("k", "ts", sliding(20_000, 10_000), {"n": ops.count()})
+    r1 = step(plan, None, accumulate_events(plan, _table(["a"] * 3, [1, 12, 25], [0, 0, 0])), None, 0)
+    assert r1.output.num_rows == 0 and r1.state.num_rows == 3
+    assert r1.next_close_us == 10 * SEC
+    r2 = step(plan, r1.state, None, 0, 20 * SEC)  # windows ending at 10 s and 20 s
+    assert [r["n"] for r in r2.output.to_pylist()] == [1, 2]
+    assert r2.state.num_rows == 2  # frame 0 is no longer needed
+    r3 = step(plan, r2.state, None, 20 * SEC, 20 * SEC)  # same watermark: nothing again
+    assert r3.output.num_rows == 0
+    r4 = step(plan, r3.state, None, 20 * SEC, 100 * SEC)
+    assert [r["n"] for r in r4.output.to_pylist()] == [2, 1]
+    assert r4.state.num_rows == 0 and r4.next_close_us is None
+
+
+def test_stage1_function_carries_watermark_and_drops_heartbeats() -> None:
+    plan = Plan.build("k", "ts", tumbling(10_000), {"n": ops.count()})
+    wm = pa.array([5 * SEC, 7 * SEC, 9 * SEC], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "k": ["a", "a", None],
+            "ts": pa.array([1 * SEC, 2 * SEC, None], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            "watermark": wm,
+            "heartbeat": [False, None, True],
+        }
+    )
+    out = pa.Table.from_batches(list(stage1_function(plan, "watermark", "heartbeat")(iter([batch]))))
+    assert out.column("__s0_count").to_pylist() == [2]
+    assert out.column("__wm").cast(pa.int64()).to_pylist() == [9 * SEC]
+    only_hb = batch.filter(pa.array([False, False, True]))
+    carrier = list(stage1_function(plan, "watermark", "heartbeat", out.schema)(iter([only_hb])))
+    assert carrier[0].num_rows == 1 and carrier[0].column("__frame").null_count == 1
+
+
+def test_plan_rejects_bad_aggregates() -> None:
+    with pytest.raises(AggregateError):
+        Plan.build("k", "ts", tumbling(1000), {})
+    with pytest.raises(AggregateError):
+        Plan.build("k", "ts", tumbling(1000), {"n": len})
+    with pytest.raises(AggregateError):
+        Field("f", "decimal")
+
+
+def test_session_touching_the_watermark_stays_open_and_merges() -> None:
+    """A session ending exactly at the watermark can still be extended by an on-time event."""
+    plan = Plan.build("k", "ts", session("1 second"), {"n": ops.count()})
+    r1 = step(plan, None, accumulate_events(plan, _table(["b"], [99], [0.0])), None, 0)
+    assert r1.next_close_us == 100 * SEC + 1  # closes only once the watermark passes 100 s
+    r2 = step(plan, r1.state, accumulate_events(plan, _table(["b"], [100], [0.0])), 0, 100 * SEC)
+    assert r2.output.num_rows == 0
+    r3 = step(plan, r2.state, None, 100 * SEC, 102 * SEC)
+    out = r3.output.to_pylist()
+    assert [(r["window_start"].second, r["window_end"].second, r["n"]) for r in out] == [(39, 41, 2)]

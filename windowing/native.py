@@ -1,0 +1,41 @@
+"""Spark-native equivalents of the built-in operations, for the static tumbling fast path.
+
+A tumbling window has exactly one frame, so the combining stage has nothing to combine:
+Spark's own two-phase hash aggregation (partial aggregation inside each input partition
+before the shuffle, final aggregation after it — the same "local accumulation, global
+combining") computes it in the JVM without a round trip through Python. Used only when
+every operation has an equivalent here; user-defined operations always run in Python.
+NaN counts as null for jetspark's numpy operations, as a value for Spark's: data with NaN
+should use ``engine="python"`` for identical results.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from . import ops
+from .aggregate import AggregateOperation
+
+
+def native_result(op: AggregateOperation) -> Column | None:
+    """A Spark aggregate expression with the op's result, or None."""
+    t = type(op)
+    cols = [F.col(c).cast("double") for c in op.inputs]
+    if t is ops.Count:
+        return F.count(F.lit(1)) if not op.inputs else F.count(F.col(op.inputs[0]))
+    table = {
+        ops.Sum: F.sum,
+        ops.Mean: F.avg,
+        ops.Min: F.min,
+        ops.Max: F.max,
+        ops.Variance: F.var_samp,
+        ops.StdDev: F.stddev_samp,
+    }
+    if t in table:
+        return table[t](cols[0])
+    if t is ops.LinearSlope:
+        return F.regr_slope(cols[1], cols[0])
+    if t is ops.LinearIntercept:
+        return F.regr_intercept(cols[1], cols[0])
+    return None

@@ -1,0 +1,59 @@
+"""Session windows, vectorized (Jet semantics).
+
+Each event at ``t`` covers the closed interval ``[t, t + timeout]``; a session is a
+maximal union of overlapping intervals of one key, so an event extends a session,
+creates one, or merges two. Touching intervals merge (as in Spark's ``session_window``).
+A session is ``[start, end)`` with ``end = last event + timeout``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .aggregate import Acc, AggregateOperation, reduce_groups, take
+
+
+def merge_sessions(
+    ops: tuple[AggregateOperation, ...],
+    accs: list[Acc],
+    kc: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Acc]]:
+    """Merge overlapping (partial) sessions per key.
+
+    Returns (first source row of each merged session, key code, start, end, accs), sorted
+    by key code then start.
+    """
+    n = len(kc)
+    if n == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z, [op.create(0) for op in ops]
+    order = np.lexsort((start, kc))
+    kc, start, end = kc[order], start[order], end[order]
+    reach = pd.Series(end).groupby(kc).cummax().to_numpy()
+    new = np.r_[True, (kc[1:] != kc[:-1]) | (start[1:] > reach[:-1])]
+    gid = np.cumsum(new) - 1
+    heads = np.flatnonzero(new)
+    ng = len(heads)
+    s_end = np.maximum.reduceat(end, heads)
+    merged = [reduce_groups(op, take(acc, order), gid, ng) for op, acc in zip(ops, accs, strict=True)]
+    return order[heads], kc[heads], start[heads], s_end, merged
+
+
+def event_sessions(
+    kc: np.ndarray, t: np.ndarray, timeout: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Group raw events into sessions.
+
+    Returns (sort order, session id per sorted event, index of each session's first
+    sorted event, start, end).
+    """
+    order = np.lexsort((t, kc))
+    kc_s, t_s = kc[order], t[order]
+    new = np.r_[True, (kc_s[1:] != kc_s[:-1]) | (t_s[1:] > t_s[:-1] + timeout)]
+    gid = np.cumsum(new) - 1
+    heads = np.flatnonzero(new)
+    last = np.r_[heads[1:] - 1, len(t_s) - 1]
+    return order, gid, heads, t_s[heads], t_s[last] + timeout

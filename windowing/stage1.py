@@ -1,0 +1,135 @@
+"""Stage 1: local accumulation inside one input partition, before the shuffle.
+
+Every event is folded once into the accumulator of its (key, frame) — or, for
+sessions, of its local session — and then forgotten. Input rows arrive as Arrow record
+batches (``mapInArrow``); they are reduced in chunks of ``chunk_rows`` so memory stays
+bounded by one chunk plus the partial cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .aggregate import accumulate_rows, reduce_groups, take
+from .frames import SlidingWindowPolicy
+from .keys import key_codes, pair_groups
+from .plan import END, FRAME, START, TS_TYPE, Plan, time_to_us
+from .sessions import event_sessions, merge_sessions
+
+
+def _partial_table(plan: Plan, keys: pa.Table, positions: dict[str, np.ndarray], accs) -> pa.Table:
+    cols = {name: keys.column(name) for name in plan.keys}
+    cols.update({name: pa.array(v, pa.int64()) for name, v in positions.items()})
+    cols.update(plan.accs_to_columns(accs))
+    return pa.table(cols)
+
+
+def accumulate_events(plan: Plan, table: pa.Table) -> pa.Table:
+    """Raw event rows → partial table (one row per (key, frame) or local session)."""
+    t = time_to_us(table.column(plan.time))
+    kc = key_codes(table, plan.keys)
+    key_table = table.select(list(plan.keys))
+    if plan.is_session:
+        order, gid, heads, start, end = event_sessions(kc, t, plan.window.timeout_us)
+        accs = [
+            accumulate_rows(op, gid, len(heads), [c[order] for c in plan.input_arrays(table, t, op)])
+            for op in plan.ops
+        ]
+        return _partial_table(plan, key_table.take(order[heads]), {START: start, END: end}, accs)
+    frame = SlidingWindowPolicy.of(plan.window).frame_of(t)
+    gid, ng, first = pair_groups(kc, frame)
+    accs = [accumulate_rows(op, gid, ng, plan.input_arrays(table, t, op)) for op in plan.ops]
+    return _partial_table(plan, key_table.take(first), {FRAME: frame[first]}, accs)
+
+
+def merge_partials(plan: Plan, table: pa.Table) -> pa.Table:
+    """Combine partial rows of the same (key, frame) / overlapping sessions."""
+    kc = key_codes(table, plan.keys)
+    accs = plan.accs_from_table(table)
+    key_table = table.select(list(plan.keys))
+    if plan.is_session:
+        start = table.column(START).to_numpy()
+        end = table.column(END).to_numpy()
+        src, _, s, e, merged = merge_sessions(plan.ops, accs, kc, start, end)
+        return _partial_table(plan, key_table.take(src), {START: s, END: e}, merged)
+    frame = table.column(FRAME).to_numpy()
+    gid, ng, first = pair_groups(kc, frame)
+    if ng == len(gid):
+        merged = [take(a, first) for a in accs]
+    else:
+        merged = [reduce_groups(op, a, gid, ng) for op, a in zip(plan.ops, accs, strict=True)]
+    return _partial_table(plan, key_table.take(first), {FRAME: frame[first]}, merged)
+
+
+WATERMARK = "__wm"
+
+
+def stage1_function(
+    plan: Plan,
+    watermark_column: str | None = None,
+    heartbeat_column: str | None = None,
+    output_schema: pa.Schema | None = None,
+    chunk_rows: int = 1 << 20,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function of stage 1.
+
+    Streaming: every output row also carries ``__wm``, the greatest value of the
+    input's event-time watermark column in this partition (heartbeat rows included), and
+    a partition with no data but a watermark emits one *carrier* row (null key and
+    position), so that a ``withWatermark("__wm", …)`` downstream sees exactly the
+    watermark of the input. Heartbeat rows are dropped here.
+    """
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partials: list[pa.Table] = []
+        buf: list[pa.RecordBatch] = []
+        rows = 0
+        wm = None
+
+        def flush() -> None:
+            nonlocal buf, rows
+            if rows:
+                partials.append(accumulate_events(plan, pa.Table.from_batches(buf)))
+            buf, rows = [], 0
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            if watermark_column is not None:
+                m = pc.max(batch.column(watermark_column)).as_py()
+                if m is not None and (wm is None or m > wm):
+                    wm = m
+            if heartbeat_column is not None:
+                hb = pc.fill_null(batch.column(heartbeat_column), False)
+                batch = batch.filter(pc.invert(hb))
+                if batch.num_rows == 0:
+                    continue
+            buf.append(batch)
+            rows += batch.num_rows
+            if rows >= chunk_rows:
+                flush()
+                if len(partials) > 1:
+                    partials = [merge_partials(plan, pa.concat_tables(partials))]
+        flush()
+        out = None
+        if partials:
+            out = partials[0] if len(partials) == 1 else merge_partials(plan, pa.concat_tables(partials))
+        if watermark_column is None:
+            if out is not None:
+                yield from out.to_batches(max_chunksize=1 << 16)
+            return
+        if wm is None:
+            return
+        if out is None:
+            yield pa.RecordBatch.from_pylist([{WATERMARK: wm}], schema=output_schema)
+            return
+        out = out.append_column(WATERMARK, pa.array([wm] * out.num_rows, TS_TYPE))
+        if output_schema is not None:
+            out = out.cast(output_schema)
+        yield from out.to_batches(max_chunksize=1 << 16)
+
+    return run

@@ -42,6 +42,7 @@ Rows where any input column is null are skipped by that operation (as in SQL).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -113,7 +114,7 @@ class Field:
         return out
 
 
-class AggregateOperation:
+class AggregateOperation(ABC):
     """Base class of aggregate operations; see the module docstring for the laws.
 
     Subclasses set ``fields`` and ``result_type`` (Spark DDL) and implement
@@ -134,21 +135,22 @@ class AggregateOperation:
         """``n`` empty accumulators (the identity of ``combine``)."""
         return tuple(f.empty(n) for f in self.fields)
 
+    @abstractmethod
     def accumulate(self, acc: Acc, groups: np.ndarray, *columns: np.ndarray) -> Acc:
         """Fold row ``i`` of ``columns`` into accumulator ``groups[i]``; returns new acc."""
-        raise NotImplementedError
 
+    @abstractmethod
     def combine(self, a: Acc, b: Acc) -> Acc:
         """Element-wise combination of two accumulator batches of equal length."""
-        raise NotImplementedError
 
     def deduct(self, a: Acc, b: Acc) -> Acc:
-        """Element-wise inverse of combine: ``deduct(combine(a, b), b) == a``. Optional."""
-        raise NotImplementedError
+        """Element-wise inverse of combine: ``deduct(combine(a, b), b) == a``. Optional:
+        operations without it are combined with the two-stacks scheme instead."""
+        raise AggregateError(f"{self!r} has no deduct")
 
+    @abstractmethod
     def finish(self, acc: Acc) -> np.ndarray | pa.Array:
         """The result per accumulator (a numpy array, or an Arrow array to express nulls)."""
-        raise NotImplementedError
 
     # --- derived ------------------------------------------------------------------------
     @property

@@ -66,26 +66,34 @@ def resolve_jars(coordinates: Iterable[str]) -> list[Path]:
     key = hashlib.sha1("\n".join(coords).encode()).hexdigest()[:12]
     folder = cache_dir() / "jars" / key
     if not (folder / ".complete").exists():
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise JetsparkError(f"cannot fetch {', '.join(coords)}: Maven ('mvn') is not installed")
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
         (folder / "pom.xml").write_text(_pom(coords))
-        proc = subprocess.run(
-            [mvn, "-q", "-B", "-f", str(folder / "pom.xml"), "dependency:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={folder / 'lib'}"],
-            capture_output=True, text=True, check=False,
-        )
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
-            raise JetsparkError(f"fetching {', '.join(coords)} with Maven failed:\n{tail}")
+        copy_dependencies(folder / "pom.xml", folder / "lib", ", ".join(coords))
         (folder / ".complete").touch()
     shipped = _spark_jar_names()
     return sorted(
         p for p in (folder / "lib").glob("*.jar")
         if not ((m := _VERSIONED_JAR.match(p.name)) and m["name"] in shipped)
     )
+
+
+def copy_dependencies(pom: Path, output: Path, what: str) -> None:
+    """Resolve ``pom``'s runtime dependencies into ``output`` with Maven, all or nothing."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise JetsparkError(f"cannot fetch {what}: Maven ('mvn') is not installed")
+    partial = output.with_name(output.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    proc = subprocess.run(
+        [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+         "-DincludeScope=runtime", f"-DoutputDirectory={partial}"],
+        capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
+        raise JetsparkError(f"fetching {what} with Maven failed:\n{tail}")
+    shutil.rmtree(output, ignore_errors=True)
+    partial.rename(output)
 
 
 def spark_jars_conf(coordinates: Iterable[str]) -> dict[str, str]:

@@ -10,7 +10,8 @@ import uuid
 from importlib import resources
 from pathlib import Path
 
-from jetspark.errors import ServiceError
+from jetspark.errors import JetsparkError, ServiceError
+from jetspark.maven import copy_dependencies
 from jetspark.services.process import ensure_port_free, free_port, spawn, wait_ready
 from jetspark.services.registry import ServiceRecord, cache_dir
 
@@ -32,25 +33,15 @@ def libs_dir() -> Path:
     target = cache_dir() / f"kafka-{KAFKA_VERSION}" / "libs"
     if (target / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
         return target
-    mvn = shutil.which("mvn")
-    if mvn is None:
+    if shutil.which("mvn") is None:
         raise ServiceError(
             "kafka: Apache Kafka's jars are not cached and Maven ('mvn') is not installed to "
             "fetch them; install Maven or set JETSPARK_KAFKA_LIBS to a folder of Kafka jars"
         )
-    partial = target.with_name("libs.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    proc = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(_resource("kafka-pom.xml")),
-         "dependency:copy-dependencies", "-DincludeScope=runtime",
-         f"-DoutputDirectory={partial}"],
-        capture_output=True, text=True, check=False,
-    )
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
-        raise ServiceError(f"kafka: resolving Kafka {KAFKA_VERSION} jars with Maven failed:\n{tail}")
-    shutil.rmtree(target, ignore_errors=True)
-    partial.rename(target)
+    try:
+        copy_dependencies(_resource("kafka-pom.xml"), target, f"Kafka {KAFKA_VERSION} jars")
+    except JetsparkError as e:
+        raise ServiceError(f"kafka: {e}") from None
     return target
 
 

@@ -30,8 +30,12 @@ records arrived meanwhile, an unlimited batch is extended to include it). Otherw
 batch cut by ``maxOffsetsPerTrigger``, or ``watermark.maxTimestampFrom=scan`` — the
 driver reads the range's timestamps itself (a second read of the batch's records). Limits
 of the ListOffsets path: it covers the whole partition log below the end offset, so
-records before ``startingOffsets`` and aborted transactional records count too; use
-``scan`` where that matters.
+records before ``startingOffsets`` and aborted transactional records count too, and on
+topics written with transactions the commit markers count as well — they carry the
+broker's wall-clock time at commit, which can pull a partition's ``maxTs`` to "now" and
+make on-time records late. Use ``watermark.maxTimestampFrom=scan`` for transactional
+topics and wherever that matters (known limitation, to be fixed by ignoring control
+records).
 
 Options (Spark's Kafka source names): ``kafka.*`` (librdkafka settings; the source owns
 ``enable.auto.commit``, ``auto.offset.reset``, ``enable.partition.eof``),

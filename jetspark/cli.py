@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the demo pipeline on real services")
     demo.add_argument("--records", type=int, default=20_000, help="events to produce")
     demo.add_argument("--partitions", type=int, default=4, help="Kafka topic partitions")
+    demo.add_argument("--duration", type=int, default=120, help="seconds of event time the stream spans")
+    demo.add_argument("--rate", type=int, default=None,
+                      help="events per second of event time (overrides --records: rate x duration)")
+    demo.add_argument("--batches", type=int, default=10, help="about how many micro-batches to read in")
+    demo.add_argument("--report-dir", default=None, help="report folder (default reports/demo-<timestamp>)")
+    demo.add_argument("--pg-schema", default=None, help="PostgreSQL schema of the demo's tables")
     demo.add_argument("--external", action="store_true",
                       help="use the services named by JETSPARK_* variables, start none")
     demo.add_argument("--keep-services", action="store_true",

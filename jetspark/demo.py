@@ -1,12 +1,18 @@
-"""``jetspark demo``: a real pipeline, end to end, on services it starts itself.
+"""``jetspark demo``: the jetspark pipeline, end to end, on real services.
 
-Kafka (4 partitions of vehicle positions, produced transactionally) → Spark Structured
-Streaming (Trigger.AvailableNow) → 30-second windows sliding by 10 seconds (count and
-mean speed per vehicle) → PostgreSQL; then the table is checked against a naive
-reference computed from the produced events.
+A 4-partition Kafka topic of vehicle positions (partition 1 runs 45 s behind in event time,
+the last partition goes idle half-way, a few records are late and a few are not JSON) →
+``jetkafka`` (per-partition watermarks, lag 5 s, idle timeout 2 s) → JSON parsing (malformed
+records go to a dead-letter table) → ``window_aggregate``: 30-second windows sliding by 10
+seconds per vehicle (count, mean speed, slope of speed over time) → ``jetjdbc`` in
+``exactly-once`` mode into PostgreSQL. Trigger.AvailableNow drives it: the first half of the
+stream, then the second half (without the idle partition) on the same checkpoint.
 
-This is the foundation's smoke pipeline: it runs on Spark's own Kafka source and
-``window()``. The jetspark formats replace those stages as they land.
+At the end it compares the table (windows closed by the final watermark) with a naive
+reference over the on-time events, counts what Spark's own ``withWatermark("timestamp",
+lag)`` would have dropped on the same data (a second query over the whole topic, same
+batch size: rows at or below Spark's global watermark of their batch), and writes a report
+folder (``watermarks.png``, ``summary.md``). Tables stay in PostgreSQL for a look.
 """
 
 from __future__ import annotations
@@ -14,119 +20,185 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
+import shutil
 import tempfile
 import time
 import uuid
-from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
 
-WINDOW_S, SLIDE_S = 30, 10
+from jetspark.demo_events import LAG_S, SKEW_S, generate, produce, split_phases
+from jetspark.demo_report import (
+    SLIDE,
+    WINDOW,
+    Batch,
+    batch_of,
+    iso_ms,
+    progress_line,
+    reference_check,
+    write_report,
+)
+
 NEEDED = ("kafka", "postgres")
+IDLE_TIMEOUT = "2 seconds"
+SCHEMA = "vehicle string, speed double, lat double, lon double"
 
 
-def _events(n: int, seed: int = 7) -> list[dict]:
-    rng = random.Random(seed)
-    # Recent event times: Kafka's retention would delete records stamped years ago.
-    start = (int(time.time() * 1000) - n * 50) // 60_000 * 60_000
-    return [
-        {"vehicle": f"v{rng.randrange(20):02d}", "ts": start + i * 50 + rng.randrange(2_000),
-         "speed": round(rng.uniform(0, 130), 2)}
-        for i in range(n)
-    ]
+def _parsed(df):
+    """Columns ``e`` (the parsed JSON) and ``valid``; heartbeat rows are never invalid."""
+    from pyspark.sql import functions as F
+
+    df = df.withColumn("e", F.from_json(F.col("value").cast("string"), SCHEMA))
+    valid = F.col("e.vehicle").isNotNull() & F.col("e.speed").isNotNull()
+    return df.withColumn("valid", F.col("heartbeat") | valid)
 
 
-def _produce(bootstrap: str, topic: str, events: list[dict], partitions: int) -> None:
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout=30)
-    producer = Producer({"bootstrap.servers": bootstrap,
-                         "transactional.id": f"jetspark-demo-{uuid.uuid4().hex}",
-                         "linger.ms": 20})
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    for e in events:
-        producer.produce(topic, json.dumps(e).encode(), e["vehicle"].encode(), timestamp=e["ts"])
-        producer.poll(0)
-    producer.commit_transaction(60)
+def _source_options(bootstrap: str, topic: str, per_batch: int, **extra: str) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest",
+            "maxOffsetsPerTrigger": str(per_batch), **extra}
 
 
-def _reference(events: list[dict]) -> dict[tuple[str, int], tuple[int, float]]:
-    """Naive sliding windows: every event copied into each window that contains it."""
-    acc: dict[tuple[str, int], list[float]] = defaultdict(list)
-    for e in events:
-        last = e["ts"] // (SLIDE_S * 1000) * SLIDE_S * 1000
-        for start in range(last - (WINDOW_S - SLIDE_S) * 1000, last + 1, SLIDE_S * 1000):
-            acc[(e["vehicle"], start)].append(e["speed"])
-    return {k: (len(v), sum(v) / len(v)) for k, v in acc.items()}
+def _run(df_writer, name: str, on_batch: Callable[[dict], None] | None = None) -> list[dict]:
+    """Start with Trigger.AvailableNow, wait for the end; ``on_batch`` sees each progress live."""
+    # No queryName: Spark hands it to Python sinks as option "queryName", which jetjdbc rejects.
+    query = df_writer.trigger(availableNow=True).start()
+    if on_batch is not None:
+        seen = -1
+        while query.isActive:  # progress while it runs, without a listener thread
+            query.awaitTermination(0.5)
+            for p in query.recentProgress:
+                if p["batchId"] > seen:
+                    seen = p["batchId"]
+                    on_batch(json.loads(p.json))
+    query.awaitTermination()
+    if query.exception() is not None:
+        raise RuntimeError(f"query {name} failed: {query.exception()}")
+    progress = [json.loads(p.json) for p in query.recentProgress]
+    if on_batch is not None:
+        for p in progress:
+            if p["batchId"] > seen:
+                on_batch(p)
+    return progress
 
 
 def run_demo(args: argparse.Namespace) -> int:
     import psycopg
     from pyspark.sql import functions as F
 
-    from jetspark.maven import SPARK_KAFKA, spark_jars_conf
+    from jetspark.datasources import read_kafka_stream
+    from jetspark.datasources.kafka_source import KafkaDataSource
     from jetspark.services import ENV_VARS, acquire
+    from jetspark.sinks.jdbc_writer import JdbcDataSource
     from jetspark.spark import local_session
+    from jetspark.windowing import ops, sliding, window_aggregate
 
-    t0 = time.monotonic()
+    t_start = time.monotonic()
     if args.external:
         missing = [v for k, v in ENV_VARS.items() if k in NEEDED and not os.environ.get(v)]
         if missing:
             print(f"--external: set {', '.join(missing)} to the services to use")
             return 2
+    records_n = args.rate * args.duration if args.rate else args.records
     services = acquire(NEEDED)  # JETSPARK_* variables first, then Docker, then local
     ep = services.endpoints
     print("services: " + ", ".join(f"{k} ({v})" for k, v in services.origin.items()))
     try:
-        topic = f"demo_positions_{uuid.uuid4().hex[:8]}"
-        table = f"demo_windows_{uuid.uuid4().hex[:8]}"
-        events = _events(args.records)
-        _produce(ep.kafka_bootstrap, topic, events, args.partitions)
-        print(f"produced {len(events)} events to {topic} ({args.partitions} partitions)")
-        with psycopg.connect(ep.pg_dsn, autocommit=True) as conn:
-            conn.execute(f"CREATE TABLE {table} (vehicle text, window_start timestamptz, "
-                         "n bigint, mean_speed double precision, PRIMARY KEY (vehicle, window_start))")
+        suffix = uuid.uuid4().hex[:8]
+        topic = f"demo_positions_{suffix}"
+        schema = f"{args.pg_schema}." if args.pg_schema else ""
+        table, dead_table = f"{schema}demo_windows_{suffix}", f"{schema}demo_dead_letters_{suffix}"
+        records = generate(records_n, args.partitions, args.duration)
+        phases = split_phases(records, args.partitions)
+        produced = phases[0] + phases[1]
+        t0_ms = min(r.ts for r in records)
+        per_batch = max(1, len(produced) // max(1, args.batches))
+        lag = f"{LAG_S} seconds"
 
-        spark = local_session("jetspark-demo", conf=spark_jars_conf(SPARK_KAFKA))
-        raw = (spark.readStream.format("kafka")
-               .option("kafka.bootstrap.servers", ep.kafka_bootstrap)
-               .option("subscribe", topic).option("startingOffsets", "earliest").load())
-        schema = "vehicle string, ts long, speed double"
-        parsed = raw.select(F.from_json(F.col("value").cast("string"), schema).alias("e")).select(
-            "e.vehicle", F.timestamp_millis("e.ts").alias("event_time"), "e.speed")
-        windows = (parsed.groupBy("vehicle", F.window("event_time", f"{WINDOW_S} seconds",
-                                                      f"{SLIDE_S} seconds"))
-                   .agg(F.count("*").alias("n"), F.avg("speed").alias("mean_speed")))
+        spark = local_session("jetspark-demo")
+        spark.dataSource.register(KafkaDataSource)
+        spark.dataSource.register(JdbcDataSource)
+        work = Path(tempfile.mkdtemp(prefix="jetspark-demo-"))
 
-        def write(batch_df, batch_id: int) -> None:
-            rows = batch_df.select("vehicle", "window.start", "n", "mean_speed").collect()
-            with psycopg.connect(ep.pg_dsn) as conn, conn.cursor() as cur:
-                cur.executemany(
-                    f"INSERT INTO {table} VALUES (%s, %s, %s, %s) ON CONFLICT (vehicle, "
-                    "window_start) DO UPDATE SET n = EXCLUDED.n, mean_speed = EXCLUDED.mean_speed",
-                    [tuple(r) for r in rows])
-            print(f"  batch {batch_id}: {len(rows)} windows upserted")
+        # The pipeline: jetkafka → parse → sliding windows → jetjdbc exactly-once.
+        source = read_kafka_stream(spark, _source_options(ep.kafka_bootstrap, topic, per_batch, **{
+            "watermark.lag": lag, "watermark.idleTimeout": IDLE_TIMEOUT}))
+        events = (_parsed(source).where("valid")
+                  .select(F.col("e.vehicle").alias("vehicle"), "timestamp", F.col("e.speed").alias("speed"),
+                          ((F.unix_millis("timestamp") - t0_ms) / 1000).alias("t"), "heartbeat", "watermark"))
+        windows = window_aggregate(events, key="vehicle", time="timestamp", window=sliding(WINDOW, SLIDE),
+                                   aggs={"n": ops.count(), "mean_speed": ops.mean("speed"),
+                                         "slope": ops.linear_slope("t", "speed")})
+        writer = (windows.writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", table)
+                  .option("mode", "exactly-once").option("createTable", "true")
+                  .option("checkpointLocation", str(work / "windows")))
+        batches: list[Batch] = []
+        for i, phase in enumerate(phases):
+            produce(ep.kafka_bootstrap, topic, phase, args.partitions if i == 0 else 0)
+            print(f"phase {i + 1}: produced {len(phase)} records to {topic}"
+                  + (f" (partition {args.partitions - 1} now idle)" if i and args.partitions > 2 else ""))
+            def show(progress: dict) -> None:
+                batches.append(batch_of(progress, topic))
+                print(progress_line(batches[-1], t0_ms), flush=True)
 
-        with tempfile.TemporaryDirectory(prefix="jetspark-demo-") as checkpoint:
-            query = (windows.writeStream.outputMode("update").foreachBatch(write)
-                     .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
-            query.awaitTermination()
+            _run(writer, "jetspark-demo", show)
+
+        # Dead letters: the same stream's records that are not valid JSON, exactly once.
+        raw = _parsed(spark.readStream.format("jetkafka").options(**_source_options(
+            ep.kafka_bootstrap, topic, per_batch, **{"watermark.lateRecords": "keep"})).load())
+        _run(raw.where("NOT valid").select("partition", "offset", "timestamp",
+                                           F.col("value").cast("string").alias("raw_value"))
+             .writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", dead_table)
+             .option("mode", "exactly-once").option("createTable", "true")
+             .option("checkpointLocation", str(work / "dead")), "jetspark-demo-dead-letters")
+
+        # Spark's built-in watermark on the same rows: the global max event time minus the same
+        # lag. A stateful operator after it would drop every row at or below the batch's watermark.
+        seen: dict[int, list[int]] = {}
+        builtin = (raw.where("valid AND NOT heartbeat").withWatermark("timestamp", lag)
+                   .select(F.unix_millis("timestamp").alias("ts")))
+        builtin_progress = _run(builtin.writeStream.foreachBatch(
+            lambda df, batch_id: seen.__setitem__(batch_id, [r.ts for r in df.collect()]))
+            .option("checkpointLocation", str(work / "builtin")), "spark-builtin")
+        spark_wm = {p["batchId"]: iso_ms(p.get("eventTime", {}).get("watermark")) for p in builtin_progress}
+        spark_dropped = sum(ts <= spark_wm[b] for b, stamps in seen.items() if spark_wm.get(b)
+                            for ts in stamps)
         spark.stop()
+        shutil.rmtree(work, ignore_errors=True)  # checkpoints; the tables stay for a look
 
-        expected = _reference(events)
+        until_ms = max(b.spark_watermark_ms for b in batches)
         with psycopg.connect(ep.pg_dsn) as conn:
-            got = {(v, int(ws.timestamp() * 1000)): (n, m) for v, ws, n, m in
-                   conn.execute(f"SELECT vehicle, window_start, n, mean_speed FROM {table}")}
-        mismatched = [k for k in expected
-                      if k not in got or got[k][0] != expected[k][0]
-                      or abs(got[k][1] - expected[k][1]) > 1e-9]
-        extra = set(got) - set(expected)
-        ok = not mismatched and not extra
-        print(f"rows in: {len(events)}; windows written: {len(got)}; "
-              f"reference windows: {len(expected)}; table equals reference: {ok}")
-        print(f"done in {time.monotonic() - t0:.1f} s")
+            got = {(v, int(s.timestamp() * 1e6), int(e.timestamp() * 1e6)): (n, m, sl)
+                   for v, s, e, n, m, sl in conn.execute(
+                       f"SELECT vehicle, window_start, window_end, n, mean_speed, slope FROM {table}")}
+            dead = conn.execute(f"SELECT count(*) FROM {dead_table}").fetchone()[0]
+        equal, expected_n, diffs = reference_check(produced, got, until_ms, t0_ms)
+        injected_late = sum(r.late for r in produced)
+        malformed = sum(r.vehicle is None for r in produced)
+        jet_late = sum(b.late for b in batches)
+        ok = equal and jet_late == injected_late and dead == malformed
+        summary = [
+            f"rows in: {len(produced)} records ({len(produced) - injected_late - malformed} valid on time, "
+            f"{injected_late} late, {malformed} malformed) from {args.partitions} partitions in "
+            f"{len(batches)} batches; partition 1 {SKEW_S} s behind, partition {args.partitions - 1} "
+            "idle after phase 1",
+            f"late records dropped by jetspark: {jet_late} (injected: {injected_late}); "
+            f"by Spark's built-in watermark (withWatermark('timestamp', '{lag}')) on the same data: "
+            f"{spark_dropped}",
+            f"malformed records: {dead} (produced: {malformed}) -> dead-letter table {dead_table}",
+            f"windows written: {len(got)} to {table} (exactly-once); "
+            f"reference windows closed by the final watermark: {expected_n}",
+            f"table equals naive reference over the on-time events: {equal}",
+        ]
+        print("summary:")
+        for line in summary:
+            print("  " + line)
+        for d in diffs:
+            print("  difference: " + d)
+        folder = Path(args.report_dir or f"reports/demo-{datetime.now():%Y%m%d-%H%M%S}")
+        for path in write_report(folder, batches, t0_ms, summary):
+            print(f"report: {path}")
+        print(f"check: {'PASSED' if ok else 'FAILED'}; done in {time.monotonic() - t_start:.1f} s")
         return 0 if ok else 1
     finally:
         if not args.keep_services:

@@ -37,6 +37,8 @@ _DURATION_UNITS_MS = {
     "days": 86_400_000,
 }
 _DURATION_RE = re.compile(r"^\s*(?:interval\s+)?(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
+# Options Spark itself puts into a writer's options (from writeStream/DataFrameWriter calls).
+SPARK_WRITER_OPTIONS = ("checkpointLocation", "path", "queryName")
 DURATION_ACCEPTED = "a duration such as '10 seconds', '500ms', '2 minutes' or '1h' (>= 0)"
 
 

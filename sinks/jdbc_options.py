@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jetspark.errors import OptionError
-from jetspark.options import Options
+from jetspark.options import SPARK_WRITER_OPTIONS, Options
 from jetspark.redaction import redact_dsn, scrub
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
@@ -23,7 +23,7 @@ MODES = (EXACTLY_ONCE, TRANSACTIONAL, IDEMPOTENT, AT_LEAST_ONCE)
 
 DEFAULT_MARKER_TABLE = "jetspark_sink_markers"
 KNOWN = ("url", "table", "dbtable", "user", "password", "mode", "keys", "sinkId", "createTable",
-         "markerTable", "checkpointLocation", "path")
+         "markerTable", *SPARK_WRITER_OPTIONS)
 
 _IDENT = r'(?:"(?:[^"]|"")+"|[^".\s]+)'
 _QUALIFIED_RE = re.compile(rf"^\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*$")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jetspark.errors import OptionError
-from jetspark.options import Options
+from jetspark.options import SPARK_WRITER_OPTIONS, Options
 from jetspark.redaction import scrub
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
@@ -22,7 +22,7 @@ AT_LEAST_ONCE = "at-least-once"
 MODES = (EXACTLY_ONCE, TRANSACTIONAL, IDEMPOTENT, AT_LEAST_ONCE)
 TRANSACTIONAL_MODES = (EXACTLY_ONCE, TRANSACTIONAL)
 
-KNOWN = ("topic", "mode", "sinkId", "transactionalIdPrefix", "markerTopic", "checkpointLocation", "path")
+KNOWN = ("topic", "mode", "sinkId", "transactionalIdPrefix", "markerTopic", *SPARK_WRITER_OPTIONS)
 # Producer settings the sink owns (Spark's Kafka sink refuses its serializers the same way).
 MANAGED = ("transactional.id", "key.serializer", "value.serializer", "enable.idempotence")
 _SECRET_KEY = re.compile(r"password|secret|token|key\.password|sasl\.oauthbearer\.config", re.IGNORECASE)

@@ -123,3 +123,10 @@ def test_arrow_batch_as_copy_csv():
                      '"",,,\n'
                      ',3,"\\x",\n'
                      '"q""u,o\nte",4,"\\x7a",\n')
+
+
+def test_options_spark_itself_passes_are_accepted():
+    # writeStream.queryName(...) / checkpointLocation / path reach the writer as options.
+    opts = JdbcSinkOptions.parse({"url": "postgresql://h/db", "table": "t", "queryName": "q",
+                                  "checkpointLocation": "/c", "path": "/p"})
+    assert opts.table == TableName(schema=None, name="t")

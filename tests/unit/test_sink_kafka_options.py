@@ -106,3 +106,9 @@ def test_produce_batch_with_topic_partition_headers():
                          ("default", "y", None, {})]
     with pytest.raises(SinkError, match="null 'topic'"):
         produce_batch(p.produce, p.poll, batch, KafkaColumns(False, True, False, False), None)
+
+
+def test_options_spark_itself_passes_are_accepted():
+    opts = KafkaSinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t",
+                                   "queryName": "q", "checkpointLocation": "/c"})
+    assert opts.topic == "t"

@@ -126,10 +126,7 @@ class QueueConsumer:
                     ) from None
                 raise
         except BaseException:
-            try:
-                conn.close()
-            except Exception:
-                pass
+            _close_quietly(conn)
             raise
         return conn, channel, ready
 
@@ -149,10 +146,7 @@ class QueueConsumer:
 
             channel.basic_consume(self.queue, on_message_callback=on_message, auto_ack=False)
         except BaseException:
-            try:
-                conn.close()
-            except Exception:
-                pass
+            _close_quietly(conn)
             raise
         self._conn, self._channel = conn, channel
 
@@ -162,10 +156,7 @@ class QueueConsumer:
         self._buffer.clear()
         self._unacked.clear()
         if conn is not None and conn.is_open:
-            try:
-                conn.close()
-            except Exception:
-                pass
+            _close_quietly(conn)
 
     def _keep_alive(self) -> None:
         while not self._stop.wait(KEEPALIVE_INTERVAL_S):
@@ -222,10 +213,7 @@ class QueueConsumer:
         with self._lock:
             self._drop_connection()
             conn, _, ready = self._open_channel()
-            try:
-                conn.close()
-            except Exception:
-                pass
+            _close_quietly(conn)
             return ready
 
     def ack(self, deliveries: list[Delivery]) -> int:
@@ -261,3 +249,11 @@ class QueueConsumer:
             for t in tags:
                 self._channel.basic_ack(delivery_tag=t)
         self._unacked.difference_update(tags)
+
+
+def _close_quietly(conn) -> None:
+    """Close a connection that is being abandoned after an error; its own errors don't matter."""
+    try:
+        conn.close()
+    except Exception:
+        pass

@@ -14,11 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .aggregate import accumulate_rows, reduce_groups, take
+from .aggregate import accumulate_rows
 from .frames import SlidingWindowPolicy
 from .keys import key_codes, pair_groups
 from .plan import END, FRAME, START, TS_TYPE, Plan, time_to_us
-from .sessions import event_sessions, merge_sessions
+from .sessions import event_sessions
+from .stage2 import merge
 
 
 def _partial_table(plan: Plan, keys: pa.Table, positions: dict[str, np.ndarray], accs) -> pa.Table:
@@ -48,21 +49,8 @@ def accumulate_events(plan: Plan, table: pa.Table) -> pa.Table:
 
 def merge_partials(plan: Plan, table: pa.Table) -> pa.Table:
     """Combine partial rows of the same (key, frame) / overlapping sessions."""
-    kc = key_codes(table, plan.keys)
-    accs = plan.accs_from_table(table)
-    key_table = table.select(list(plan.keys))
-    if plan.is_session:
-        start = table.column(START).to_numpy()
-        end = table.column(END).to_numpy()
-        src, _, s, e, merged = merge_sessions(plan.ops, accs, kc, start, end)
-        return _partial_table(plan, key_table.take(src), {START: s, END: e}, merged)
-    frame = table.column(FRAME).to_numpy()
-    gid, ng, first = pair_groups(kc, frame)
-    if ng == len(gid):
-        merged = [take(a, first) for a in accs]
-    else:
-        merged = [reduce_groups(op, a, gid, ng) for op, a in zip(plan.ops, accs, strict=True)]
-    return _partial_table(plan, key_table.take(first), {FRAME: frame[first]}, merged)
+    cells = merge(plan, table)
+    return _partial_table(plan, cells.keys, cells.pos, cells.accs)
 
 
 WATERMARK = "__wm"

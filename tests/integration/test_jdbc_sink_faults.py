@@ -78,7 +78,7 @@ def test_transactional_survives_driver_kills(pg_dsn, schema, tmp_path):
 
 def test_idempotent_converges_after_driver_kills(pg_dsn, schema, tmp_path):
     _table(pg_dsn, schema, key=True)
-    _run_chain(tmp_path, pg_dsn, schema, "idempotent", ["sink.during_write@3", "sink.after_commit@1"])
+    _run_chain(tmp_path, pg_dsn, schema, "idempotent", ["sink.during_write@2", "sink.after_commit@1"])
     assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
 
 

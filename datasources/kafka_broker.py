@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException
@@ -66,6 +67,7 @@ class KafkaBroker:
     def __init__(self, options: KafkaSourceOptions) -> None:
         self.options = options
         self._admin: AdminClient | None = None
+        self._consumer: Consumer | None = None
 
     @property
     def admin(self) -> AdminClient:
@@ -127,5 +129,49 @@ class KafkaBroker:
         got = self._list({tp: KOffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()})
         return {tp: o for tp, (o, _) in got.items()}
 
+    def data_record_timestamps(
+        self, offsets: Mapping[TopicPartition, int],
+    ) -> dict[TopicPartition, int | None]:
+        """Timestamp of the record at exactly each offset when it is a data record the
+        consumer's isolation level shows; None when it is not (a transaction marker, an
+        aborted record under read_committed, a compacted-away or deleted one).
+
+        One fetch per partition with a consumer kept for the reader's life: the consumer
+        skips control records and aborted data, so it returns a later offset (or the end).
+        """
+        from .kafka_read import consumer_conf
+
+        out: dict[TopicPartition, int | None] = {tp: None for tp in offsets}
+        if not offsets:
+            return out
+        if self._consumer is None:
+            # Small fetches, no prefetch: it reads one record per partition per batch.
+            self._consumer = Consumer({**consumer_conf(self.options.kafka), "queued.min.messages": 1,
+                                       "max.partition.fetch.bytes": str(64 << 10)})
+        consumer = self._consumer
+        todo = dict(offsets)
+        try:
+            consumer.assign([KTopicPartition(t, p, o) for (t, p), o in todo.items()])
+            deadline = time.monotonic() + self.options.poll_timeout_ms / 1000
+            while todo and time.monotonic() < deadline:
+                for m in consumer.consume(len(todo), 0.1):
+                    tp = (m.topic(), m.partition())
+                    if tp not in todo:
+                        continue
+                    if m.error() is None and m.offset() == todo[tp]:
+                        out[tp] = m.timestamp()[1]
+                    del todo[tp]  # a later offset, end of partition or an error: not a data record
+        except KafkaException as e:
+            raise KafkaError(f"cannot read records at {sorted(offsets.items())}: {e}") from None
+        finally:
+            consumer.unassign()
+        if todo:
+            raise KafkaError(f"no answer within kafkaConsumer.pollTimeoutMs={self.options.poll_timeout_ms} "
+                             f"reading the records at {sorted(todo.items())}")
+        return out
+
     def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
         self._admin = None

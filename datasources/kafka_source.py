@@ -23,19 +23,19 @@ Per-partition watermarks and idle flags are part of the source offset, so each b
     end["offsets"]["orders"]["0"]         # next offset to read
 
 Event time is the Kafka record timestamp. The driver learns each partition's greatest
-timestamp below a batch's end offset without reading data when it can: Kafka's
-ListOffsets(max timestamp) names the partition's record with the greatest timestamp; when
-it lies below the end offset, that is the answer (and when it lies just above because
-records arrived meanwhile, an unlimited batch is extended to include it). Otherwise — a
-batch cut by ``maxOffsetsPerTrigger``, or ``watermark.maxTimestampFrom=scan`` — the
-driver reads the range's timestamps itself (a second read of the batch's records). Limits
-of the ListOffsets path: it covers the whole partition log below the end offset, so
-records before ``startingOffsets`` and aborted transactional records count too, and on
-topics written with transactions the commit markers count as well — they carry the
-broker's wall-clock time at commit, which can pull a partition's ``maxTs`` to "now" and
-make on-time records late. Use ``watermark.maxTimestampFrom=scan`` for transactional
-topics and wherever that matters (known limitation, to be fixed by ignoring control
-records).
+timestamp below a batch's end offset without reading the batch when it can: Kafka's
+ListOffsets(max timestamp) names the partition's record with the greatest timestamp, and
+the driver reads that one record to check it is a data record the consumer sees — on
+topics written with transactions the answer is often a commit marker, stamped with the
+broker's wall clock, or an aborted record, and counting either would make on-time records
+late. When the checked record lies below the end offset, its timestamp is the answer (and
+when it lies just above because records arrived meanwhile, an unlimited batch is extended
+to include it). Otherwise — a marker or aborted record, a batch cut by
+``maxOffsetsPerTrigger``, or ``watermark.maxTimestampFrom=scan`` — the driver reads the
+range's timestamps itself (a second read of the batch's records, on the driver). The
+ListOffsets path covers the whole partition log below the end offset, so records before
+``startingOffsets`` count too (they are below the end offset, as DESIGN §3 defines
+``maxTs``).
 
 Options (Spark's Kafka source names): ``kafka.*`` (librdkafka settings; the source owns
 ``enable.auto.commit``, ``auto.offset.reset``, ``enable.partition.eof``),
@@ -284,7 +284,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         need = {tp: (starts[tp], end[tp]) for tp in end if end[tp] > starts[tp]}
         out: dict[TopicPartition, int] = {}
         if self.options.max_ts_from == "auto" and need:
-            answers = self.broker.max_timestamp(list(need))
+            answers = self._data_max_timestamps(list(need))
             extend = []
             for tp, (offset, ts) in answers.items():
                 if offset < 0 or ts < 0:
@@ -309,6 +309,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
             out.update({tp: ts for tp, ts in scanned.items() if ts is not None})
         return out
+
+    def _data_max_timestamps(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """ListOffsets(max timestamp) answers that name a data record; the others are left
+        out (they go to the scan). Transaction commit markers carry the broker's wall-clock
+        time and aborted records are invisible under read_committed: counting either would
+        move ``maxTs`` past the records the batch really holds."""
+        answers = {tp: a for tp, a in self.broker.max_timestamp(tps).items() if a[0] >= 0 and a[1] >= 0}
+        seen = self.broker.data_record_timestamps({tp: offset for tp, (offset, _) in answers.items()})
+        return {tp: (offset, ts) for tp, (offset, ts) in answers.items() if seen[tp] == ts}
 
     # -- planning and reading --------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:

@@ -86,12 +86,7 @@ def generate(records: int, partitions: int, duration_s: int, seed: int = 7) -> l
 
 
 def produce(bootstrap: str, topic: str, records: list[Record], partitions: int = 0) -> None:
-    """Write the records, idempotently (creating the topic if asked).
-
-    Not in a transaction: a transaction's commit marker carries the wall-clock time as its
-    timestamp, and Kafka's ListOffsets(max timestamp) — which jetkafka uses to learn a
-    partition's greatest event time — counts it, so the watermark would jump to "now".
-    """
+    """Write the records with an idempotent producer (creating the topic if asked)."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 

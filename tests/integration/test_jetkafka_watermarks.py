@@ -163,3 +163,28 @@ def test_late_records_are_counted(jk, kafka_bootstrap, kafka_topic, tmp_path, po
         assert late == [(2, None, True), (4, None, True)] and metrics["records"] == 4
     else:
         assert late == [(2, b"k2", False), (4, b"k4", False)] and metrics["records"] == 6
+
+
+def test_transaction_markers_and_aborted_records_do_not_move_max_ts(jk, kafka_bootstrap, kafka_topic,
+                                                                     tmp_path):
+    """A commit marker carries the broker's wall-clock time (here two hours after the records),
+    an aborted record an event time of its own: neither is a record the query reads, so
+    neither may become the partition's ``maxTs`` (else the next on-time records turn late)."""
+    topic = kafka_topic(1)
+    tid = f"jk-{uuid.uuid4().hex[:6]}"
+    produce(kafka_bootstrap, topic, numbered(0, 0, 5), transactional_id=tid)
+    produce(kafka_bootstrap, topic, numbered(0, 5, 1, ts0=BASE_TS + 3_600_000, tag="a"),
+            transactional_id=tid, abort=True)
+    produce(kafka_bootstrap, topic, numbered(0, 5, 5), transactional_id=tid)
+    checkpoint = tmp_path / "ck"
+    opts = options(kafka_bootstrap, topic, **{"watermark.lag": "1 second"})
+    q1, rows1 = collect_available_now(read_kafka_stream(jk, opts), checkpoint)
+    first = end_offsets(q1)[-1]
+    assert first["partitions"][topic]["0"]["maxTs"] == BASE_TS + 9_000
+    assert first["watermark"] == BASE_TS + 8_000
+    produce(kafka_bootstrap, topic, numbered(0, 10, 5), transactional_id=tid)
+    q2, rows2 = collect_available_now(read_kafka_stream(jk, opts), checkpoint)
+    assert end_offsets(q2)[-1]["partitions"][topic]["0"]["maxTs"] == BASE_TS + 14_000
+    data = [r for r in rows1 + rows2 if not r.heartbeat]
+    assert sorted(r.key for r in data) == sorted(k for _, k, _, _ in numbered(0, 0, 15))
+    assert not any(r.late for r in rows1 + rows2)

@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="use the services named by JETSPARK_* variables, start none")
     demo.add_argument("--keep-services", action="store_true",
                       help="leave the local services running afterwards")
+    demo.add_argument("--master", default=None,
+                      help="Spark master, e.g. spark://127.0.0.1:7077 (default: local[2]; under "
+                           "spark-submit, the master given to spark-submit)")
+    demo.add_argument("--start-ms", type=int, default=None,
+                      help="event time of the stream's start, epoch ms (default: the stream ends about "
+                           "now); runs with the same value and options produce the same events")
     demo.set_defaults(func=_demo)
     return parser
 

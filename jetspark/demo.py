@@ -13,6 +13,10 @@ reference over the on-time events, counts what Spark's own ``withWatermark("time
 lag)`` would have dropped on the same data (a second query over the whole topic, same
 batch size: rows at or below Spark's global watermark of their batch), and writes a report
 folder (``watermarks.png``, ``summary.md``). Tables stay in PostgreSQL for a look.
+
+On a cluster: ``jetspark demo --master spark://…``, or ``spark-submit --master spark://…
+scripts/jetspark_demo.py [options]`` (the executors need jetspark installed in the Python
+that ``PYSPARK_PYTHON`` names).
 """
 
 from __future__ import annotations
@@ -82,6 +86,13 @@ def _run(df_writer, name: str, on_batch: Callable[[dict], None] | None = None) -
     return progress
 
 
+def _master(asked: str | None) -> str | None:
+    """The asked master; else spark-submit's (it starts the driver with a gateway); else local[2]."""
+    if asked:
+        return asked
+    return None if os.environ.get("PYSPARK_GATEWAY_PORT") else "local[2]"
+
+
 def run_demo(args: argparse.Namespace) -> int:
     import psycopg
     from pyspark.sql import functions as F
@@ -108,14 +119,15 @@ def run_demo(args: argparse.Namespace) -> int:
         topic = f"demo_positions_{suffix}"
         schema = f"{args.pg_schema}." if args.pg_schema else ""
         table, dead_table = f"{schema}demo_windows_{suffix}", f"{schema}demo_dead_letters_{suffix}"
-        records = generate(records_n, args.partitions, args.duration)
+        records = generate(records_n, args.partitions, args.duration, start_ms=args.start_ms)
         phases = split_phases(records, args.partitions)
         produced = phases[0] + phases[1]
         t0_ms = min(r.ts for r in records)
         per_batch = max(1, len(produced) // max(1, args.batches))
         lag = f"{LAG_S} seconds"
 
-        spark = local_session("jetspark-demo")
+        spark = local_session("jetspark-demo", master=_master(args.master))
+        print(f"spark: {spark.sparkContext.master}")
         spark.dataSource.register(KafkaDataSource)
         spark.dataSource.register(JdbcDataSource)
         work = Path(tempfile.mkdtemp(prefix="jetspark-demo-"))

@@ -49,11 +49,14 @@ def split_phases(records: list[Record], partitions: int) -> tuple[list[Record], 
     return first, second
 
 
-def generate(records: int, partitions: int, duration_s: int, seed: int = 7) -> list[Record]:
-    """About ``records`` records over ``duration_s`` seconds of event time ending ~now."""
+def generate(records: int, partitions: int, duration_s: int, seed: int = 7,
+             start_ms: int | None = None) -> list[Record]:
+    """About ``records`` records over ``duration_s`` seconds of event time from ``start_ms``
+    (default: ending about now); the same arguments give the same records."""
     rng = random.Random(seed)
-    now = int(time.time() * 1000)
-    start = (now - (duration_s + SKEW_S + 60) * 1000) // 10_000 * 10_000
+    if start_ms is None:
+        start_ms = int(time.time() * 1000) - (duration_s + SKEW_S + 60) * 1000
+    start = start_ms // 10_000 * 10_000
     per_partition = max(1, records // partitions)
     out: list[Record] = []
     for p in range(partitions):

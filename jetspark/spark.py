@@ -12,22 +12,23 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 def local_session(
     app_name: str = "jetspark",
     *,
-    master: str = "local[2]",
+    master: str | None = "local[2]",
     shuffle_partitions: int = 4,
     conf: Mapping[str, str] | None = None,
 ):
     """Get or create a SparkSession: UI off, few shuffle partitions, RocksDB state store.
 
     Python workers run the interpreter that runs this code (``PYSPARK_PYTHON``), so the
-    data sources and UDFs see the same installed packages.
+    data sources and UDFs see the same installed packages. ``master=None`` leaves the
+    master to ``spark-submit`` (or Spark's default).
     """
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
+        builder.appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))

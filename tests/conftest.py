@@ -53,6 +53,17 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def spark_master() -> Iterator[str]:
+    """A local standalone Spark cluster (master + 2 workers): its ``spark://`` URL."""
+    from jetspark.services import local
+
+    endpoints, started = local.up(["spark"])
+    yield endpoints.spark_master
+    if started:
+        local.down(started)
+
+
 def _unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 

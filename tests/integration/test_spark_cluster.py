@@ -5,20 +5,11 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from jetspark.services import local
 from tests.faults_harness import run_script
 
 pytestmark = pytest.mark.integration
 
 SCRIPT = __file__.replace("test_spark_cluster.py", "scripts/cluster_counting.py")
-
-
-@pytest.fixture(scope="module")
-def spark_master():
-    endpoints, started = local.up(["spark"])
-    yield endpoints.spark_master
-    if started:
-        local.down(started)
 
 
 def _run(master: str, tmp_path, name: str):

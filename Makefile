@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap test demo lint services-up services-env services-down bench
+.PHONY: bootstrap test demo demo-cluster lint services-up services-env services-down bench
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -15,6 +15,13 @@ test: bootstrap
 
 demo: bootstrap
 	$(BIN)/jetspark demo $(DEMO_ARGS)
+
+# The demo submitted to a local standalone cluster (master + 2 workers); services stay up
+# afterwards (`make services-down` stops them).
+demo-cluster: bootstrap
+	$(BIN)/jetspark services up kafka postgres spark
+	eval "$$($(BIN)/jetspark services env)" && PYSPARK_PYTHON=$(abspath $(BIN))/python \
+	  $(BIN)/spark-submit --master "$$JETSPARK_SPARK_MASTER" scripts/jetspark_demo.py --external $(DEMO_ARGS)
 
 lint: bootstrap
 	$(BIN)/ruff check .

@@ -98,9 +98,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
     from jetspark.datasources import read_kafka_stream
-    from jetspark.datasources.kafka_source import KafkaDataSource
     from jetspark.services import ENV_VARS, acquire
-    from jetspark.sinks.jdbc_writer import JdbcDataSource
     from jetspark.spark import local_session
     from jetspark.windowing import ops, sliding, window_aggregate
 
@@ -128,8 +126,6 @@ def run_demo(args: argparse.Namespace) -> int:
 
         spark = local_session("jetspark-demo", master=_master(args.master))
         print(f"spark: {spark.sparkContext.master}")
-        spark.dataSource.register(KafkaDataSource)
-        spark.dataSource.register(JdbcDataSource)
         work = Path(tempfile.mkdtemp(prefix="jetspark-demo-"))
 
         # The pipeline: jetkafka → parse → sliding windows → jetjdbc exactly-once.

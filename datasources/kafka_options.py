@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from jetspark.errors import OptionError
 from jetspark.options import Options
 
+from .kafka_event_time import EventTimeSpec
 from .watermarks import WatermarkPolicy
 
 EARLIEST = -2
@@ -28,7 +29,7 @@ KNOWN = (
     "failOnDataLoss", "includeHeaders", "minPartitions", "groupIdPrefix",
     "kafkaConsumer.pollTimeoutMs", "maxRecordsPerChunk",
     "watermark.lag", "watermark.idleTimeout", "watermark.lateRecords", "watermark.advanceWhenIdle",
-    "watermark.maxTimestampFrom",
+    "watermark.maxTimestampFrom", "eventTime.field", "eventTime.format", "eventTime.onMalformed",
 )
 # librdkafka settings the source owns (Spark's Kafka source rejects the same ones).
 _OWNED_KAFKA = {
@@ -82,6 +83,8 @@ class KafkaSourceOptions:
     watermark: WatermarkPolicy
     keep_late: bool
     max_ts_from: str  # "auto" | "scan"
+    event_time: EventTimeSpec | None = None
+    """Event time from a JSON field of the value; None: the Kafka record timestamp."""
 
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None, *, streaming: bool) -> KafkaSourceOptions:
@@ -140,7 +143,13 @@ class KafkaSourceOptions:
             watermark=policy,
             keep_late=opts.choice("watermark.lateRecords", "drop", ["drop", "keep"]) == "keep",
             max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
+            event_time=EventTimeSpec.parse(opts),
         )
+
+    @property
+    def max_ts_from_broker(self) -> bool:
+        """The driver may learn maxTs from ListOffsets (Kafka timestamps are the event times)."""
+        return self.max_ts_from == "auto" and self.event_time is None
 
     @property
     def isolation_committed(self) -> bool:

@@ -283,7 +283,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """
         need = {tp: (starts[tp], end[tp]) for tp in end if end[tp] > starts[tp]}
         out: dict[TopicPartition, int] = {}
-        if self.options.max_ts_from == "auto" and need:
+        if self.options.max_ts_from_broker and need:
             answers = self._data_max_timestamps(list(need))
             extend = []
             for tp, (offset, ts) in answers.items():
@@ -429,6 +429,8 @@ class KafkaBatchReader(DataSourceReader):
         return [KafkaRange(r, first=False) for r in split_ranges(ranges, self.options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if type(partition) is InputPartition:  # Spark's stand-in when partitions() is empty
+            return iter(())
         return _read(self.settings, partition)
 
 

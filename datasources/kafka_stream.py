@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .kafka_source import FORMAT, KafkaDataSource
+from .kafka_source import FORMAT
 
 WATERMARK_COLUMN = "watermark"
 HEARTBEAT_COLUMN = "heartbeat"
@@ -34,8 +34,9 @@ def read_kafka_stream(spark, options: Mapping[str, str] | None = None, /, *,
         end["partitions"][topic][str(partition)]   # {"maxTs", "wm", "idle", "progressMs"}
     """
     from pyspark.sql import functions as F
+    from pyspark_jetkafka import DefaultSource  # source AND sink: the name must keep its writer
 
-    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(DefaultSource)
     reader = spark.readStream.format(FORMAT)
     for key, value in {**(options or {}), **more}.items():
         reader = reader.option(key, str(value))

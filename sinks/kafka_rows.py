@@ -1,8 +1,9 @@
 """DataFrame columns → Kafka records, as Spark's Kafka sink defines them.
 
 Columns: ``value`` (string or binary, required), ``key`` (string or binary), ``topic``
-(string; required unless the ``topic`` option is set), ``partition`` (int), ``headers``
-(array<struct<key: string, value: binary>>). Other columns are ignored, as in Spark.
+(string; required unless the ``topic`` option is set, which overrides it as in Spark),
+``partition`` (int), ``headers`` (array<struct<key: string, value: binary>>). Other
+columns are ignored, as in Spark.
 """
 
 from __future__ import annotations
@@ -74,14 +75,15 @@ def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, colu
     n = batch.num_rows
     values = _column(batch, "value").to_pylist()
     keys = _column(batch, "key").to_pylist() if columns.key else None
-    topics = _column(batch, "topic").to_pylist() if columns.topic else None
+    # As in Spark's Kafka sink, the topic option overrides the topic column.
+    topics = _column(batch, "topic").to_pylist() if columns.topic and default_topic is None else None
     partitions = _column(batch, "partition").to_pylist() if columns.partition else None
     headers = _column(batch, "headers").to_pylist() if columns.headers else None
     if topics is None and partitions is None and headers is None:
         _produce_simple(produce, poll, default_topic, values, keys)
         return n
     for i in range(n):
-        topic = topics[i] if topics is not None and topics[i] is not None else default_topic
+        topic = topics[i] if topics is not None else default_topic
         if topic is None:
             raise SinkError("a row has a null 'topic' and no option 'topic' is set")
         kwargs = {}

@@ -101,11 +101,17 @@ def test_produce_batch_with_topic_partition_headers():
         "value": ["x", "y"], "topic": ["a", None], "partition": pa.array([2, None], pa.int32()),
         "headers": [[{"key": "h", "value": b"1"}], []],
     })
-    produce_batch(p.produce, p.poll, batch, KafkaColumns(False, True, True, True), "default")
-    assert p.records == [("a", "x", None, {"partition": 2, "headers": [("h", b"1")]}),
-                         ("default", "y", None, {})]
     with pytest.raises(SinkError, match="null 'topic'"):
-        produce_batch(p.produce, p.poll, batch, KafkaColumns(False, True, False, False), None)
+        produce_batch(p.produce, p.poll, batch, KafkaColumns(False, True, True, True), None)
+    assert p.records == [("a", "x", None, {"partition": 2, "headers": [("h", b"1")]})]
+
+
+def test_topic_option_overrides_the_topic_column_as_in_spark():
+    p = FakeProducer(full_every=100)
+    batch = pa.RecordBatch.from_pydict({"value": ["x", "y"], "topic": ["a", None],
+                                        "partition": pa.array([2, None], pa.int32())})
+    produce_batch(p.produce, p.poll, batch, KafkaColumns(False, True, True, False), "option")
+    assert p.records == [("option", "x", None, {"partition": 2}), ("option", "y", None, {})]
 
 
 def test_options_spark_itself_passes_are_accepted():

@@ -1,0 +1,154 @@
+"""Event time from a field of the record's JSON value (``eventTime.field``), vectorized.
+
+By default jetkafka's event time is the Kafka record timestamp. With ``eventTime.field``
+(a dotted path into a JSON object value, e.g. ``ts`` or ``meta.eventTime``) it is read
+from the payload instead, in one pass per chunk: the values become newline-delimited JSON
+(raw newlines in a valid JSON value are whitespace, so they become spaces) parsed by
+Arrow's JSON reader with a schema holding only the field. Only a chunk that Arrow rejects
+(a value that is not a JSON object, a field of the wrong type) goes record by record, to
+tell the good records from the bad ones.
+
+``eventTime.format``: ``epochMillis`` (default; a JSON number), ``epochSeconds`` (a JSON
+number, fractions allowed) or ``iso8601`` (a JSON string; without a zone offset it is UTC).
+
+A record whose field is missing, null or malformed is handled by ``eventTime.onMalformed``:
+``fail`` (default: the read fails naming topic, partition and offset) or ``null`` (the
+row's ``eventTime`` is null and the record's Kafka timestamp stands in for watermarks, so a
+bad record can neither stall nor jump the watermark; route such rows to a dead-letter sink
+with ``where(col("eventTime").isNull() & ~col("heartbeat"))``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+
+from jetspark.errors import JetsparkError, OptionError
+from jetspark.options import Options
+
+FORMATS = ("epochMillis", "epochSeconds", "iso8601")
+ON_MALFORMED = ("fail", "null")
+_TS_NS = pa.timestamp("ns", tz="UTC")
+_EMPTY = pa.scalar(b"", pa.binary())
+_READ = pj.ReadOptions(use_threads=False, block_size=1 << 26)
+
+
+class MalformedEventTimeError(JetsparkError):
+    """A record's event-time field is missing or malformed and ``eventTime.onMalformed=fail``."""
+
+
+@dataclass(frozen=True)
+class EventTimeSpec:
+    """Where a record's event time is: a dotted path into its JSON value, and its format."""
+
+    path: tuple[str, ...]
+    format: str = "epochMillis"
+    on_malformed: str = "fail"
+
+    @classmethod
+    def parse(cls, opts: Options) -> EventTimeSpec | None:
+        """``eventTime.*`` options; None when the event time is the Kafka timestamp."""
+        raw = opts.string("eventTime.field", None)
+        fmt = opts.choice("eventTime.format", "epochMillis", list(FORMATS))
+        on_malformed = opts.choice("eventTime.onMalformed", "fail", list(ON_MALFORMED))
+        if raw is None:
+            for name in ("eventTime.format", "eventTime.onMalformed"):
+                if opts.get(name) is not None:
+                    raise OptionError(name, opts.get(name), "nothing unless eventTime.field is set")
+            return None
+        path = tuple(raw.split("."))
+        if not all(p.strip() for p in path):
+            raise OptionError("eventTime.field", raw, "a dotted path of JSON object keys, e.g. ts or meta.ts")
+        return cls(path, fmt, on_malformed)
+
+    def _arrow_type(self) -> pa.DataType:
+        leaf: pa.DataType = pa.string() if self.format == "iso8601" else pa.float64()
+        for key in reversed(self.path[1:]):
+            leaf = pa.struct([(key, leaf)])
+        return leaf
+
+    def _to_ms(self, leaf: pa.Array) -> pa.Array:
+        """Epoch ms (int64, nulls kept) from the parsed leaf values; raises on a bad string."""
+        if self.format == "iso8601":
+            stamps = pc.cast(leaf, _TS_NS)
+            return pc.divide(pc.cast(stamps, pa.int64()), 1_000_000)
+        scale = 1000.0 if self.format == "epochSeconds" else 1.0
+        return pc.cast(pc.floor(pc.multiply(leaf, scale)), pa.int64())
+
+
+def extract_ms(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
+    """The event time (epoch ms, int64; null where missing or malformed) of every value."""
+    n = len(values)
+    if n == 0:
+        return pa.array([], pa.int64())
+    try:
+        return _vectorized(spec, values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, _Misaligned):
+        return pa.array([_one(spec, v) for v in values.to_pylist()], pa.int64())
+
+
+class _Misaligned(Exception):
+    """Arrow's reader saw a different number of rows than values (blank lines)."""
+
+
+def _vectorized(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
+    values = values.cast(pa.binary())
+    blank = pc.equal(pc.binary_length(values), 0)
+    objects = pc.if_else(pc.or_kleene(pc.is_null(values), blank), pa.scalar(b"{}"), values)
+    lines = pc.binary_join_element_wise(pc.replace_substring(objects, b"\n", b" "), _EMPTY, b"\n")
+    offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset: lines.offset + len(lines) + 1]
+    text = lines.buffers()[2][int(offsets[0]): int(offsets[-1])]
+    schema = pa.schema([(spec.path[0], spec._arrow_type())])
+    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    table = pj.read_json(pa.BufferReader(text), read_options=_READ, parse_options=parse)
+    if table.num_rows != len(values):
+        raise _Misaligned
+    leaf = table.column(0).combine_chunks()
+    for key in spec.path[1:]:
+        leaf = pc.struct_field(leaf, key)
+    return spec._to_ms(leaf)
+
+
+def _one(spec: EventTimeSpec, value: bytes | None) -> int | None:
+    """The record-by-record path: None when the value or its field does not fit."""
+    try:
+        node = json.loads(value) if value else None
+        for key in spec.path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if spec.format == "iso8601":
+            if not isinstance(node, str):
+                return None
+            return int(spec._to_ms(pa.array([node])).to_pylist()[0])
+        if isinstance(node, bool) or not isinstance(node, int | float):
+            return None
+        return int(spec._to_ms(pa.array([float(node)])).to_pylist()[0])
+    except (ValueError, pa.ArrowInvalid, OverflowError):
+        return None
+
+
+def event_times(spec: EventTimeSpec, values: pa.Array, fallback_ms: np.ndarray, *, topic: str,
+                partition: int, offsets: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """(``eventTime`` column, event times in ms for watermarks) of one chunk of records.
+
+    Where the field is missing or malformed: ``onMalformed=fail`` raises naming the first
+    such record; ``null`` leaves the column null and uses ``fallback_ms`` (the Kafka
+    timestamps) for the watermark.
+    """
+    ms = extract_ms(spec, values)
+    bad = ms.null_count
+    if bad and spec.on_malformed == "fail":
+        first = int(pc.index(pc.is_null(ms), True).as_py())
+        raise MalformedEventTimeError(
+            f"record at offset {int(offsets[first])} of topic {topic!r} partition {partition} has no "
+            f"valid eventTime.field {'.'.join(spec.path)!r} ({spec.format}); "
+            "set eventTime.onMalformed=null to keep such records with a null eventTime")
+    column = pc.multiply(ms, 1000).cast(pa.timestamp("us", tz="UTC"))
+    for_watermark = ms.to_numpy(zero_copy_only=False) if not bad else np.where(
+        pc.is_null(ms).to_numpy(zero_copy_only=False), fallback_ms,
+        pc.fill_null(ms, 0).to_numpy(zero_copy_only=False))
+    return column, np.asarray(for_watermark, dtype=np.int64)

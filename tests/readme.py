@@ -1,0 +1,127 @@
+"""The executable parts of README.md: its examples and its options tables.
+
+Markers (HTML comments, invisible on GitHub):
+
+- ``<!-- example: NAME -->`` right before a fenced ```` ```python ```` block names that example;
+  every python block must have one (a block that must not run is not ``python``).
+- ``<!-- expected output -->`` right before a fenced ```` ```text ```` block that follows an
+  example: what the example prints, line by line.
+- ``<!-- options: FORMAT -->`` right before a markdown table whose first column holds
+  backticked option names (several per cell allowed) and second column the default.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+_EXAMPLE = re.compile(r"^<!--\s*example:\s*([\w-]+)\s*-->$")
+_EXPECTED = re.compile(r"^<!--\s*expected output\s*-->$")
+_OPTIONS = re.compile(r"^<!--\s*options:\s*([\w-]+)\s*-->$")
+_FENCE = re.compile(r"^```(\w*)\s*$")
+_TICKED = re.compile(r"`([^`]+)`")
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    code: str
+    expected: str | None
+    line: int
+
+
+@dataclass(frozen=True)
+class OptionRow:
+    names: tuple[str, ...]
+    default: str
+    """The default cell as written (markdown)."""
+
+    @property
+    def literal_default(self) -> str | None:
+        """The default when the cell is exactly one backticked value, else None."""
+        m = re.fullmatch(r"`([^`]*)`", self.default.strip())
+        return m.group(1) if m else None
+
+
+def _lines(text: str | None = None) -> list[str]:
+    return (text if text is not None else README.read_text()).splitlines()
+
+
+def _fenced(lines: list[str], start: int) -> tuple[str, str, int]:
+    """The language and body of the fence opening at ``start``, and the index after it."""
+    m = _FENCE.match(lines[start].lstrip())
+    if not m:
+        raise ValueError(f"README line {start + 1}: expected a ``` fence, got {lines[start]!r}")
+    end = start + 1
+    while end < len(lines) and lines[end].strip() != "```":
+        end += 1
+    if end == len(lines):
+        raise ValueError(f"README line {start + 1}: unclosed fence")
+    return m.group(1), textwrap.dedent("\n".join(lines[start + 1 : end]) + "\n"), end + 1
+
+
+def _next_nonblank(lines: list[str], i: int) -> int:
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    return i
+
+
+def examples(text: str | None = None) -> list[Example]:
+    """Every python block with its name and expected output; raises for unnamed blocks."""
+    lines = _lines(text)  # fences may be indented (inside list items): they count too
+    out: list[Example] = []
+    pending: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        named = _EXAMPLE.match(line)
+        if named:
+            pending = named.group(1)
+            i += 1
+            continue
+        if _FENCE.match(lines[i].lstrip()):
+            lang, body, after = _fenced(lines, i)
+            if lang == "python":
+                if pending is None:
+                    raise ValueError(f"README line {i + 1}: python block without <!-- example: name -->")
+                expected = None
+                j = _next_nonblank(lines, after)
+                if j < len(lines) and _EXPECTED.match(lines[j].strip()):
+                    k = _next_nonblank(lines, j + 1)
+                    exp_lang, expected, after = _fenced(lines, k)
+                    if exp_lang != "text":
+                        raise ValueError(f"README line {k + 1}: expected output must be a text block")
+                out.append(Example(pending, body, expected, i + 1))
+            pending = None
+            i = after
+            continue
+        if line:
+            pending = None
+        i += 1
+    names = [e.name for e in out]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"README: example names used twice: {sorted(duplicates)}")
+    return out
+
+
+def options_tables(text: str | None = None) -> dict[str, list[OptionRow]]:
+    """The options tables by format name (``<!-- options: NAME -->``)."""
+    lines = _lines(text)
+    tables: dict[str, list[OptionRow]] = {}
+    for i, line in enumerate(lines):
+        m = _OPTIONS.match(line.strip())
+        if not m:
+            continue
+        j = _next_nonblank(lines, i + 1) + 2  # header and separator rows
+        rows = []
+        while j < len(lines) and lines[j].startswith("|"):
+            cells = [c.strip() for c in lines[j].strip().strip("|").split(" | ")]
+            rows.append(OptionRow(tuple(_TICKED.findall(cells[0])), cells[1]))
+            j += 1
+        tables[m.group(1)] = rows
+    return tables

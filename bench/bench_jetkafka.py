@@ -9,6 +9,10 @@ per second and their ratio. The ceiling is one plain confluent-kafka consumer re
 same topic in this Python process (touching each value), the raw rate Python gets.
 
     .venv/bin/python bench/bench_jetkafka.py [--records 5000000] [--partitions 8] [--repeat 2]
+        [--reader native|confluent]
+
+jetkafka reads through its native librdkafka → Arrow reader when built (else, or with
+``--reader confluent``, through confluent-kafka); the reader its Spark tasks used is printed.
 
 Endpoint: ``JETSPARK_KAFKA_BOOTSTRAP`` or jetspark's service discovery. A report goes to
 ``bench/reports/``.
@@ -97,13 +101,27 @@ def spark_rate(spark, fmt: str, bootstrap: str, topic: str, records: int, workdi
     return records / elapsed
 
 
+def worker_reader(spark) -> str:
+    """The Kafka reader jetkafka's read tasks use, asked from a Spark Python worker."""
+
+    def probe(_):
+        from jetspark.datasources.kafka_read import reader_description
+
+        yield reader_description()
+
+    return spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect()[0]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5_000_000)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--reader", choices=["native", "confluent"], default="native",
+                        help="jetkafka's reader (native falls back to confluent-kafka when not built)")
     args = parser.parse_args()
+    os.environ["JETSPARK_KAFKA_READER"] = args.reader  # before Spark starts: its workers inherit it
 
     sys.path.insert(0, str(ROOT))
     from jetspark.datasources.kafka_source import KafkaDataSource
@@ -121,6 +139,8 @@ def main() -> int:
 
     spark = local_session("bench-jetkafka", conf=spark_jars_conf(SPARK_KAFKA))
     spark.dataSource.register(KafkaDataSource)
+    reader = worker_reader(spark)
+    print(f"jetkafka reader in Spark workers: {reader}", flush=True)
     workdir = Path(tempfile.mkdtemp(prefix="bench-jetkafka-"))
     rates: dict[str, list[float]] = {"jetkafka": [], "kafka": []}
     try:
@@ -138,11 +158,12 @@ def main() -> int:
     best = {fmt: max(r) for fmt, r in rates.items()}
     ratio = best["jetkafka"] / best["kafka"]
     print(f"best: jetkafka {best['jetkafka']:,.0f} /s, Spark kafka {best['kafka']:,.0f} /s, "
-          f"ratio jetkafka/kafka = {ratio:.2f}; plain consumer ceiling {ceiling:,.0f} /s")
+          f"ratio jetkafka/kafka = {ratio:.2f}; plain consumer ceiling {ceiling:,.0f} /s; "
+          f"jetkafka reader: {reader}")
 
     report = {
         "records": args.records, "partitions": args.partitions, "value_bytes": args.value_bytes,
-        "master": "local[2]", "runs": rates, "best": best,
+        "master": "local[2]", "jetkafka_reader": reader, "runs": rates, "best": best,
         "ratio_jetkafka_over_kafka": ratio, "plain_consumer_records_per_s": ceiling,
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
     }

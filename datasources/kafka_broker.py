@@ -145,9 +145,10 @@ class KafkaBroker:
         if not offsets:
             return out
         if self._consumer is None:
-            # Small fetches, no prefetch: it reads one record per partition per batch.
-            self._consumer = Consumer({**consumer_conf(self.options.kafka), "queued.min.messages": 1,
-                                       "max.partition.fetch.bytes": str(64 << 10)})
+            # Small fetches: it reads one record per partition per batch. (No queued.min.messages
+            # tweak: librdkafka then backs off fetch.queue.backoff.ms, 1 s, before fetching again.)
+            self._consumer = Consumer({**consumer_conf(self.options.kafka),
+                                       "max.partition.fetch.bytes": str(64 << 10), "fetch.wait.max.ms": "10"})
         consumer = self._consumer
         todo = dict(offsets)
         try:

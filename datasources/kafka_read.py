@@ -1,4 +1,9 @@
-"""confluent-kafka → Arrow: read one offset range of one partition as record batches.
+"""Kafka → Arrow: read one offset range of one partition as record batches.
+
+Two readers: the native one (kafka_native: librdkafka fills Arrow buffers in C, no Python
+object per record) when its extension is built, else confluent-kafka. The environment
+variable ``JETSPARK_KAFKA_READER=confluent`` forces the latter; so does a ``kafka.*`` setting
+that the system's librdkafka (older than confluent-kafka's own) does not know.
 
 Memory stays bounded: records are consumed in chunks of ``chunk_rows`` and each chunk
 becomes one ``pyarrow.RecordBatch`` (librdkafka's prefetch queue is bounded by its own
@@ -9,6 +14,8 @@ topics have offset gaps (control records, aborted data), compacted topics too.
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -16,8 +23,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 
+import confluent_kafka
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaException, Message
 from confluent_kafka import KafkaError as KError
 from confluent_kafka import TopicPartition as KTopicPartition
@@ -25,9 +34,12 @@ from confluent_kafka import TopicPartition as KTopicPartition
 from jetspark import faults
 from jetspark.errors import JetsparkError
 
+from . import kafka_native
+from .kafka_native import HEADERS_TYPE, NativeConfigError, NativeConsumer
 from .watermarks import late_mask
 
-HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+log = logging.getLogger(__name__)
+
 TS_TYPE = pa.timestamp("us", tz="UTC")
 _BASE_FIELDS = [
     ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
@@ -96,6 +108,22 @@ class RangeSpec:
 
 
 _WAIT_S = 0.05
+READER_ENV = "JETSPARK_KAFKA_READER"
+"""``confluent`` forces the confluent-kafka reader; otherwise the native one when it is built."""
+
+
+def use_native() -> bool:
+    """Whether read tasks in this process use the native (librdkafka → Arrow) reader."""
+    return kafka_native.AVAILABLE and os.environ.get(READER_ENV, "native") != "confluent"
+
+
+def reader_description() -> str:
+    """Which reader read tasks in this process use, and why (for benchmarks and logs)."""
+    if use_native():
+        return kafka_native.describe()
+    why = (f"{READER_ENV}=confluent" if kafka_native.AVAILABLE
+           else f"native reader not built: {kafka_native.IMPORT_ERROR}")
+    return f"confluent-kafka {confluent_kafka.version()} ({why})"
 
 
 class _Patience:
@@ -123,19 +151,19 @@ def consumer_conf(kafka: Mapping[str, str]) -> dict:
     return conf
 
 
-_POOL: OrderedDict[tuple, Consumer] = OrderedDict()
+_POOL: OrderedDict[tuple, Consumer | NativeConsumer] = OrderedDict()
 _POOL_SIZE = 4
 
 
 @contextmanager
-def _pooled_consumer(kafka: Mapping[str, str]) -> Iterator[Consumer]:
+def _pooled_consumer(kafka: Mapping[str, str], native: bool) -> Iterator[Consumer | NativeConsumer]:
     """A consumer for one read task, kept for the next task of this (reused) Python worker.
 
     Creating a consumer and connecting it costs more than a small micro-batch's read. A
     consumer goes back to the pool, unassigned, only after a read that finished cleanly.
     """
-    key = tuple(sorted(kafka.items()))
-    consumer = _POOL.pop(key, None) or Consumer(consumer_conf(kafka))
+    key = (native, *sorted(kafka.items()))
+    consumer = _POOL.pop(key, None) or _new_consumer(kafka, native)
     clean = False
     try:
         yield consumer
@@ -144,7 +172,7 @@ def _pooled_consumer(kafka: Mapping[str, str]) -> Iterator[Consumer]:
         if clean:
             try:
                 consumer.unassign()
-            except KafkaException:
+            except (KafkaException, JetsparkError):
                 clean = False
         if clean:
             _POOL[key] = consumer
@@ -152,6 +180,17 @@ def _pooled_consumer(kafka: Mapping[str, str]) -> Iterator[Consumer]:
                 _POOL.popitem(last=False)[1].close()
         else:
             consumer.close()
+
+
+def _new_consumer(kafka: Mapping[str, str], native: bool) -> Consumer | NativeConsumer:
+    conf = consumer_conf(kafka)
+    if native:
+        try:
+            return NativeConsumer(conf)
+        except NativeConfigError as e:  # confluent-kafka bundles a newer librdkafka than the system's
+            log.warning("jetkafka reads through confluent-kafka: the native reader cannot take the "
+                        "settings: %s", e)
+    return Consumer(conf)
 
 
 def heartbeat_batch(include_headers: bool, watermark: int | None) -> pa.RecordBatch:
@@ -168,15 +207,19 @@ def _us(ms: int | None) -> int | None:
     return None if ms is None else ms * 1000
 
 
-def read_range(settings: ReadSettings, rng: RangeSpec, *, first: bool = False) -> Iterator[pa.RecordBatch]:
+def read_range(settings: ReadSettings, rng: RangeSpec, *, first: bool = False,
+               native: bool | None = None) -> Iterator[pa.RecordBatch]:
     """Yield the records of ``rng`` as Arrow batches (late ones dropped or flagged).
 
     ``first``: this task also yields a heartbeat row when it produced no row at all, so
     a batch whose ranges hold only gaps still carries its watermark to Spark.
+    ``native``: which reader (default: ``use_native()``); both yield the same batches.
     """
+    native = use_native() if native is None else native
     produced = 0
-    with _pooled_consumer(settings.kafka) as consumer:
-        for batch in _read(consumer, settings, rng):
+    with _pooled_consumer(settings.kafka, native) as consumer:
+        read = _read_native if isinstance(consumer, NativeConsumer) else _read
+        for batch in read(consumer, settings, rng):
             produced += batch.num_rows
             yield batch
     if first and produced == 0:
@@ -229,13 +272,53 @@ def _read(consumer: Consumer, settings: ReadSettings, rng: RangeSpec) -> Iterato
             return
 
 
+def _read_native(consumer: NativeConsumer, settings: ReadSettings,
+                 rng: RangeSpec) -> Iterator[pa.RecordBatch]:
+    """``_read`` with the native reader: the same batches, built from librdkafka's buffers."""
+    pos = rng.start
+    consumer.assign(rng.topic, rng.partition, pos)
+    running = rng.start_max_ts
+    wm_scalar = pa.scalar(_us(rng.watermark), TS_TYPE)
+    waited = _Patience(settings.poll_timeout_ms)
+    while pos < rng.end:
+        chunk = consumer.read(min(settings.chunk_rows, rng.end - pos), rng.end, int(_WAIT_S * 1000),
+                              headers=settings.include_headers)
+        if not waited.got(chunk.rows or chunk.past_end or chunk.eof_at is not None or chunk.error_code):
+            raise JetsparkError(
+                f"no record from topic {rng.topic!r} partition {rng.partition} within "
+                f"kafkaConsumer.pollTimeoutMs={settings.poll_timeout_ms} while reading offsets "
+                f"{pos}..{rng.end - 1}"
+            )
+        if chunk.rows:
+            late, running = _late(chunk.timestamps, settings, rng, running)
+            stub = _stub(late, settings)
+            headers = None if chunk.headers is None else _blank(chunk.headers, stub)
+            yield _assemble(settings, rng, wm_scalar, _blank(chunk.keys, stub), _blank(chunk.values, stub),
+                            headers, chunk.offsets, chunk.timestamps, chunk.timestamp_types, late, stub)
+            faults.point("jetkafka.read_chunk")
+            pos = int(chunk.offsets[-1]) + 1
+        if chunk.data_loss:
+            low, _high = consumer.get_watermark_offsets(rng.topic, rng.partition, 30)
+            pos = _resume_after_loss(settings, rng, pos, low)
+            consumer.assign(rng.topic, rng.partition, pos)
+        elif chunk.error_code:
+            raise JetsparkError(f"reading topic {rng.topic!r} partition {rng.partition}: {chunk.error}")
+        if chunk.past_end or (chunk.eof_at is not None and chunk.eof_at >= rng.end):
+            return
+
+
 def _on_data_loss(consumer: Consumer, settings: ReadSettings, rng: RangeSpec, pos: int) -> int:
     low, _high = consumer.get_watermark_offsets(KTopicPartition(rng.topic, rng.partition), timeout=30)
-    if settings.fail_on_data_loss:
-        raise DataLossError(rng.topic, rng.partition, pos, low)
-    resume = max(low, pos)
+    resume = _resume_after_loss(settings, rng, pos, low)
     consumer.assign([KTopicPartition(rng.topic, rng.partition, resume)])
     return resume
+
+
+def _resume_after_loss(settings: ReadSettings, rng: RangeSpec, pos: int, low: int) -> int:
+    """Where to go on after offsets from ``pos`` were found gone (low: earliest left), or raise."""
+    if settings.fail_on_data_loss:
+        raise DataLossError(rng.topic, rng.partition, pos, low)
+    return max(low, pos)
 
 
 def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int | None,
@@ -255,29 +338,53 @@ def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int |
         msgs, offsets, n = msgs[:keep], offsets[:keep], keep
     pairs = np.fromiter(chain.from_iterable(map(Message.timestamp, msgs)), np.int64, 2 * n).reshape(n, 2)
     ts = pairs[:, 1]
-    if rng.detect_late:
-        late, running = late_mask(ts, running, settings.lag_ms, rng.w_prev)
-    else:
-        late = np.zeros(n, dtype=bool)
-    stub = late if (not settings.keep_late and late.any()) else None
+    late, running = _late(ts, settings, rng, running)
+    stub = _stub(late, settings)
     keys = pa.array(list(map(Message.key, msgs)), pa.binary(), mask=stub)
     values = pa.array(list(map(Message.value, msgs)), pa.binary(), mask=stub)
+    headers = None
+    if settings.include_headers:
+        headers = pa.array([None if h is None else [{"key": k, "value": v} for k, v in h]
+                            for h in map(Message.headers, msgs)], HEADERS_TYPE, mask=stub)
     # confluent-kafka: 0 none, 1 create time, 2 log-append time; Spark/Kafka ids: -1, 0, 1.
+    types = (pairs[:, 0] - 1).astype(np.int32)
+    batch = _assemble(settings, rng, wm_scalar, keys, values, headers, offsets, ts, types, late, stub)
+    return batch, running, int(offsets[-1])
+
+
+def _late(ts: np.ndarray, settings: ReadSettings, rng: RangeSpec,
+          running: int | None) -> tuple[np.ndarray, int | None]:
+    if rng.detect_late:
+        return late_mask(ts, running, settings.lag_ms, rng.w_prev)
+    return np.zeros(len(ts), dtype=bool), running
+
+
+def _stub(late: np.ndarray, settings: ReadSettings) -> np.ndarray | None:
+    """Which rows lose their payload: late ones, when late records are dropped (None: no row)."""
+    return late if (not settings.keep_late and late.any()) else None
+
+
+def _blank(array: pa.Array, stub: np.ndarray | None) -> pa.Array:
+    return array if stub is None else pc.if_else(pa.array(stub), pa.nulls(len(array), array.type), array)
+
+
+def _assemble(settings: ReadSettings, rng: RangeSpec, wm_scalar: pa.Scalar, keys: pa.Array, values: pa.Array,
+              headers: pa.Array | None, offsets: np.ndarray, ts_ms: np.ndarray, types: np.ndarray,
+              late: np.ndarray, stub: np.ndarray | None) -> pa.RecordBatch:
+    """One batch in the source's schema; ``stub`` rows (dropped late records) are heartbeats."""
+    n = len(offsets)
     arrays = [
         keys, values,
         pa.repeat(rng.topic, n), pa.repeat(pa.scalar(rng.partition, pa.int32()), n),
         pa.array(offsets, pa.int64()),
-        pa.array(ts * 1000, TS_TYPE),
-        pa.array((pairs[:, 0] - 1).astype(np.int32), pa.int32()),
+        pa.array(ts_ms * 1000, TS_TYPE),
+        pa.array(types, pa.int32()),
     ]
     if settings.include_headers:
-        headers = [None if h is None else [{"key": k, "value": v} for k, v in h]
-                   for h in map(Message.headers, msgs)]
-        arrays.append(pa.array(headers, HEADERS_TYPE, mask=stub))
+        arrays.append(headers)
     heartbeat = pa.array(late, pa.bool_()) if stub is not None else pa.repeat(pa.scalar(False), n)
     arrays += [pa.repeat(wm_scalar, n), heartbeat, pa.array(late, pa.bool_())]
-    batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(settings.include_headers))
-    return batch, running, int(offsets[-1])
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(settings.include_headers))
 
 
 def scan_max_timestamps(

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything jetspark's tests and demo need on a fresh Debian machine:
-#   - system packages when missing (Java, Maven, PostgreSQL, RabbitMQ) via apt-get
+#   - system packages when missing (Java, Maven, PostgreSQL, RabbitMQ, a C compiler and
+#     librdkafka-dev for jetkafka's native reader) via apt-get
 #   - a virtual environment .venv with jetspark installed (editable) and its test deps
 #   - Apache Kafka's jars from Maven Central (cached under ~/.cache/jetspark)
 # Idempotent: a second run only checks. Needs root (or sudo) only to install packages.
@@ -22,6 +23,11 @@ command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
+# jetkafka's native reader (datasources/_kafka_arrow.c) is compiled by pip install
+command -v gcc >/dev/null || missing+=(gcc)
+[ -f /usr/include/librdkafka/rdkafka.h ] || missing+=(librdkafka-dev)
+"$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
+  || missing+=(python3-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO="sudo"; else
     die "missing system packages: ${missing[*]}; install them (apt-get install ${missing[*]}) or run as root"
@@ -39,10 +45,14 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 stamp="$VENV/.jetspark-installed"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+native_ok() { "$VENV/bin/python" -c 'import jetspark.datasources._kafka_arrow' 2>/dev/null; }
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+   || [ datasources/_kafka_arrow.c -nt "$stamp" ] || ! native_ok; then
   say "installing jetspark and its dependencies into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -e ".[test,demo]"
+  # librdkafka-dev is installed above: a native reader that does not build is an error here
+  JETSPARK_REQUIRE_NATIVE=1 "$VENV/bin/python" -m pip install -q -e ".[test,demo]"
+  native_ok || die "jetkafka's native reader (jetspark.datasources._kafka_arrow) does not import"
   touch "$stamp"
 fi
 # PySpark auto-registers formats by listing top-level modules (pkgutil.iter_modules), which

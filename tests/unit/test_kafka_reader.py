@@ -34,6 +34,10 @@ class FakeBroker:
         return {tp: (self.high[tp] - 1, self.ts0[tp] + self.high[tp] - 1) if self.high[tp] else (-1, -1)
                 for tp in tps}
 
+    def data_record_timestamps(self, offsets):
+        """Every offset below the end holds a data record (no transactions here)."""
+        return {tp: self.ts0[tp] + o if o < self.high[tp] else None for tp, o in offsets.items()}
+
     def close(self):
         pass
 

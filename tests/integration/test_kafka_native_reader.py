@@ -1,0 +1,149 @@
+"""The native (librdkafka → Arrow) reader yields the same batches as the confluent-kafka one.
+
+Both readers read the same ranges of a real topic; their tables must be equal, column for
+column (nulls, empty values, headers, late-record stubs, transactional gaps). CI installs
+librdkafka-dev (scripts/bootstrap.sh), so the extension must be built and in use in Spark's
+Python workers: a build that silently fell back to confluent-kafka fails here.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from jetspark.datasources import kafka_native
+from jetspark.datasources.kafka_read import (
+    RangeSpec,
+    ReadSettings,
+    read_range,
+    reader_description,
+    use_native,
+)
+from tests.integration.scripts.jetkafka_common import BASE_TS, numbered, produce
+
+pytestmark = pytest.mark.integration
+
+
+def settings(bootstrap: str, **extra) -> ReadSettings:
+    base = {"kafka": {"bootstrap.servers": bootstrap, "group.id": f"native-{uuid.uuid4().hex[:8]}"},
+            "include_headers": False, "keep_late": True, "lag_ms": 0, "fail_on_data_loss": True,
+            "poll_timeout_ms": 30_000, "chunk_rows": 7}
+    base.update(extra)
+    return ReadSettings(**base)
+
+
+def both(s: ReadSettings, rng: RangeSpec, first: bool = False) -> tuple[pa.Table, pa.Table]:
+    native = pa.Table.from_batches(list(read_range(s, rng, first=first, native=True)))
+    confluent = pa.Table.from_batches(list(read_range(s, rng, first=first, native=False)))
+    return native, confluent
+
+
+def assert_same(native: pa.Table, confluent: pa.Table) -> None:
+    assert native.schema == confluent.schema
+    assert native.num_rows == confluent.num_rows
+    for name in native.column_names:  # column by column: a failure names the column
+        assert native[name].equals(confluent[name]), name
+
+
+def test_the_extension_is_built_and_used():
+    assert kafka_native.AVAILABLE, f"native Kafka reader not built: {kafka_native.IMPORT_ERROR}"
+    assert use_native()
+    assert reader_description().startswith("native (librdkafka ")
+
+
+def test_spark_python_workers_use_the_native_reader(spark):
+    """The worker imports the package like jetkafka's read tasks do (editable install included)."""
+
+    def probe(_):
+        from jetspark.datasources.kafka_read import use_native as worker_use_native
+
+        yield worker_use_native()
+
+    assert spark.sparkContext.parallelize([0, 1], 2).mapPartitions(probe).collect() == [True, True]
+
+
+@pytest.fixture(scope="module")
+def mixed_topic(kafka_bootstrap):
+    """One partition: null keys, null and empty values, headers, and event times going back."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"jet_native_{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    records = []
+    for i in range(40):
+        key = None if i % 5 == 0 else f"k{i}".encode()
+        value = None if i % 7 == 0 else (b"" if i % 3 == 0 else f"value-{i}".encode() * (i % 4 + 1))
+        ts = BASE_TS + i * 1000 - (5_000 if i % 6 == 0 else 0)  # every 6th record 5 s "late"
+        headers = [("h", f"x{i}".encode()), ("n", None)] if i % 2 else None
+        records.append((0, key, value, ts, headers))
+    produce(kafka_bootstrap, topic, records)
+    yield topic
+    admin.delete_topics([topic])
+
+
+@pytest.mark.parametrize("include_headers", [False, True], ids=["plain", "headers"])
+@pytest.mark.parametrize("keep_late", [True, False], ids=["keep-late", "drop-late"])
+def test_same_batches_for_nulls_empty_values_headers_and_late_records(kafka_bootstrap, mixed_topic,
+                                                                      include_headers, keep_late):
+    s = settings(kafka_bootstrap, include_headers=include_headers, keep_late=keep_late, lag_ms=2_000)
+    rng = RangeSpec(mixed_topic, 0, 0, 40, start_max_ts=None, w_prev=BASE_TS + 3_000, watermark=BASE_TS)
+    native, confluent = both(s, rng)
+    assert_same(native, confluent)
+    assert native.num_rows == 40
+    rows = native.to_pylist()
+    assert not any(rows[i]["late"] for i in (9, 10, 14))
+    assert rows[10]["key"] is None and rows[9]["key"] == b"k9"  # null key
+    assert rows[14]["value"] is None and rows[9]["value"] == b""  # null vs empty value
+    assert sum(native["late"].to_pylist()) > 0
+    if include_headers:
+        assert rows[9]["headers"] == [{"key": "h", "value": b"x9"}, {"key": "n", "value": None}]
+        assert rows[10]["headers"] is None
+    if not keep_late:  # dropped late records: payload-less heartbeat rows
+        late = [r for r in rows if r["late"]]
+        assert all(r["heartbeat"] and r["key"] is None and r["value"] is None for r in late)
+
+
+def test_same_batches_for_a_range_ending_inside_the_topic(kafka_bootstrap, mixed_topic):
+    s = settings(kafka_bootstrap, chunk_rows=4)
+    rng = RangeSpec(mixed_topic, 0, 11, 23, start_max_ts=BASE_TS + 12_000, w_prev=None, watermark=None)
+    native, confluent = both(s, rng)
+    assert_same(native, confluent)
+    assert native["offset"].to_pylist() == list(range(11, 23))
+
+
+def test_same_batches_for_a_transactional_topic_with_an_aborted_transaction(kafka_bootstrap, kafka_topic):
+    topic = kafka_topic(1)
+    tid = f"native-{uuid.uuid4().hex[:6]}"
+    # offsets 0-4 committed, 5 marker; 6-10 aborted, 11 marker; 12-16 committed, 17 marker
+    produce(kafka_bootstrap, topic, numbered(0, 0, 5, tag="c"), transactional_id=tid)
+    produce(kafka_bootstrap, topic, numbered(0, 5, 5, tag="a"), transactional_id=tid, abort=True)
+    produce(kafka_bootstrap, topic, numbered(0, 10, 5, tag="c"), transactional_id=tid)
+    s = settings(kafka_bootstrap, chunk_rows=3)
+    for start, end, want in [(0, 18, [0, 1, 2, 3, 4, 12, 13, 14, 15, 16]), (3, 13, [3, 4, 12]),
+                             (5, 12, [])]:
+        rng = RangeSpec(topic, 0, start, end, start_max_ts=None, w_prev=None, watermark=BASE_TS)
+        native, confluent = both(s, rng, first=True)
+        assert_same(native, confluent)
+        data = [o for o, hb in zip(native["offset"].to_pylist(), native["heartbeat"].to_pylist(), strict=True)
+                if not hb]
+        assert data == want
+        if not want:  # only gaps: the heartbeat row carries the watermark
+            assert native.num_rows == 1 and native["heartbeat"].to_pylist() == [True]
+    uncommitted = settings(kafka_bootstrap, kafka={**s.kafka, "isolation.level": "read_uncommitted"})
+    native, confluent = both(uncommitted, RangeSpec(topic, 0, 0, 18, None, None, None))
+    assert_same(native, confluent)
+    assert sum(k.startswith(b"a0-") for k in native["key"].to_pylist()) == 5
+
+
+def test_a_setting_the_system_librdkafka_lacks_falls_back_to_confluent_kafka(kafka_bootstrap, mixed_topic):
+    """fetch.queue.backoff.ms is newer than Debian's librdkafka 2.0 but known to confluent-kafka's."""
+    s = settings(kafka_bootstrap)
+    newer = settings(kafka_bootstrap, kafka={**s.kafka, "fetch.queue.backoff.ms": "0"})
+    with pytest.raises(kafka_native.NativeConfigError, match=r"fetch\.queue\.backoff\.ms"):
+        kafka_native.NativeConsumer(newer.kafka)
+    rng = RangeSpec(mixed_topic, 0, 0, 40, None, None, None)
+    got = pa.Table.from_batches(list(read_range(newer, rng, native=True)))
+    assert_same(got, pa.Table.from_batches(list(read_range(s, rng, native=False))))

@@ -35,6 +35,7 @@ from jetspark import faults
 from jetspark.errors import JetsparkError
 
 from . import kafka_native
+from .kafka_event_time import EventTimeSpec, event_times
 from .kafka_native import HEADERS_TYPE, NativeConfigError, NativeConsumer
 from .watermarks import late_mask
 
@@ -61,20 +62,22 @@ class DataLossError(JetsparkError):
 
 
 @functools.cache
-def arrow_schema(include_headers: bool) -> pa.Schema:
+def arrow_schema(include_headers: bool, event_time: bool = False) -> pa.Schema:
     fields = list(_BASE_FIELDS)
     if include_headers:
         fields.append(("headers", HEADERS_TYPE))
-    return pa.schema(fields + _EXTRA_FIELDS)
+    return pa.schema(fields + _EXTRA_FIELDS + ([("eventTime", TS_TYPE)] if event_time else []))
 
 
-def spark_schema(include_headers: bool) -> str:
-    """The DDL of the source's rows: Spark's Kafka columns, then watermark, heartbeat, late."""
+def spark_schema(include_headers: bool, event_time: bool = False) -> str:
+    """The DDL of the source's rows: Spark's Kafka columns, then watermark, heartbeat, late
+    (and ``eventTime`` when it comes from the payload, ``eventTime.field``)."""
     cols = ["key binary", "value binary", "topic string", "partition int", "offset bigint",
             "timestamp timestamp", "timestampType int"]
     if include_headers:
         cols.append("headers array<struct<key:string,value:binary>>")
-    return ", ".join([*cols, "watermark timestamp", "heartbeat boolean", "late boolean"])
+    extra = ["eventTime timestamp"] if event_time else []
+    return ", ".join([*cols, "watermark timestamp", "heartbeat boolean", "late boolean", *extra])
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ class ReadSettings:
     fail_on_data_loss: bool
     poll_timeout_ms: int
     chunk_rows: int
+    event_time: EventTimeSpec | None = None
+    """Event time from the value's JSON (``eventTime.field``); None: the Kafka timestamp."""
 
 
 @dataclass(frozen=True)
@@ -193,9 +198,9 @@ def _new_consumer(kafka: Mapping[str, str], native: bool) -> Consumer | NativeCo
     return Consumer(conf)
 
 
-def heartbeat_batch(include_headers: bool, watermark: int | None) -> pa.RecordBatch:
+def heartbeat_batch(include_headers: bool, watermark: int | None, event_time: bool = False) -> pa.RecordBatch:
     """One row without payload: ``heartbeat`` true, carrying W so Spark sees it advance."""
-    schema = arrow_schema(include_headers)
+    schema = arrow_schema(include_headers, event_time)
     arrays = [pa.nulls(1, f.type) for f in schema]
     arrays[schema.get_field_index("watermark")] = pa.array([_us(watermark)], TS_TYPE)
     arrays[schema.get_field_index("heartbeat")] = pa.array([True])
@@ -223,7 +228,7 @@ def read_range(settings: ReadSettings, rng: RangeSpec, *, first: bool = False,
             produced += batch.num_rows
             yield batch
     if first and produced == 0:
-        yield heartbeat_batch(settings.include_headers, rng.watermark)
+        yield heartbeat_batch(settings.include_headers, rng.watermark, settings.event_time is not None)
 
 
 def _read(consumer: Consumer, settings: ReadSettings, rng: RangeSpec) -> Iterator[pa.RecordBatch]:
@@ -290,11 +295,13 @@ def _read_native(consumer: NativeConsumer, settings: ReadSettings,
                 f"{pos}..{rng.end - 1}"
             )
         if chunk.rows:
-            late, running = _late(chunk.timestamps, settings, rng, running)
+            event_col, ts = _event_times(settings, rng, chunk.values, chunk.timestamps, chunk.offsets)
+            late, running = _late(ts, settings, rng, running)
             stub = _stub(late, settings)
             headers = None if chunk.headers is None else _blank(chunk.headers, stub)
             yield _assemble(settings, rng, wm_scalar, _blank(chunk.keys, stub), _blank(chunk.values, stub),
-                            headers, chunk.offsets, chunk.timestamps, chunk.timestamp_types, late, stub)
+                            headers, chunk.offsets, chunk.timestamps, chunk.timestamp_types, late, stub,
+                            event_col)
             faults.point("jetkafka.read_chunk")
             pos = int(chunk.offsets[-1]) + 1
         if chunk.data_loss:
@@ -338,18 +345,31 @@ def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int |
         msgs, offsets, n = msgs[:keep], offsets[:keep], keep
     pairs = np.fromiter(chain.from_iterable(map(Message.timestamp, msgs)), np.int64, 2 * n).reshape(n, 2)
     ts = pairs[:, 1]
-    late, running = _late(ts, settings, rng, running)
+    values = pa.array(list(map(Message.value, msgs)), pa.binary())
+    event_col, event_ts = _event_times(settings, rng, values, ts, offsets)
+    late, running = _late(event_ts, settings, rng, running)
     stub = _stub(late, settings)
     keys = pa.array(list(map(Message.key, msgs)), pa.binary(), mask=stub)
-    values = pa.array(list(map(Message.value, msgs)), pa.binary(), mask=stub)
+    values = _blank(values, stub)
     headers = None
     if settings.include_headers:
         headers = pa.array([None if h is None else [{"key": k, "value": v} for k, v in h]
                             for h in map(Message.headers, msgs)], HEADERS_TYPE, mask=stub)
     # confluent-kafka: 0 none, 1 create time, 2 log-append time; Spark/Kafka ids: -1, 0, 1.
     types = (pairs[:, 0] - 1).astype(np.int32)
-    batch = _assemble(settings, rng, wm_scalar, keys, values, headers, offsets, ts, types, late, stub)
+    batch = _assemble(settings, rng, wm_scalar, keys, values, headers, offsets, ts, types, late, stub,
+                      event_col)
     return batch, running, int(offsets[-1])
+
+
+def _event_times(settings: ReadSettings, rng: RangeSpec, values: pa.Array, ts: np.ndarray,
+                 offsets: np.ndarray) -> tuple[pa.Array | None, np.ndarray]:
+    """The ``eventTime`` column (None without ``eventTime.field``) and the event times, in ms,
+    that drive late-record detection: the payload's, else the Kafka timestamps."""
+    if settings.event_time is None:
+        return None, ts
+    return event_times(settings.event_time, values, ts, topic=rng.topic, partition=rng.partition,
+                       offsets=offsets)
 
 
 def _late(ts: np.ndarray, settings: ReadSettings, rng: RangeSpec,
@@ -370,7 +390,7 @@ def _blank(array: pa.Array, stub: np.ndarray | None) -> pa.Array:
 
 def _assemble(settings: ReadSettings, rng: RangeSpec, wm_scalar: pa.Scalar, keys: pa.Array, values: pa.Array,
               headers: pa.Array | None, offsets: np.ndarray, ts_ms: np.ndarray, types: np.ndarray,
-              late: np.ndarray, stub: np.ndarray | None) -> pa.RecordBatch:
+              late: np.ndarray, stub: np.ndarray | None, event_col: pa.Array | None = None) -> pa.RecordBatch:
     """One batch in the source's schema; ``stub`` rows (dropped late records) are heartbeats."""
     n = len(offsets)
     arrays = [
@@ -384,14 +404,19 @@ def _assemble(settings: ReadSettings, rng: RangeSpec, wm_scalar: pa.Scalar, keys
         arrays.append(headers)
     heartbeat = pa.array(late, pa.bool_()) if stub is not None else pa.repeat(pa.scalar(False), n)
     arrays += [pa.repeat(wm_scalar, n), heartbeat, pa.array(late, pa.bool_())]
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(settings.include_headers))
+    if settings.event_time is not None:
+        arrays.append(event_col)
+    schema = arrow_schema(settings.include_headers, settings.event_time is not None)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def scan_max_timestamps(
     kafka: Mapping[str, str], ranges: Mapping[tuple[str, int], tuple[int, int]], *,
-    fail_on_data_loss: bool, poll_timeout_ms: int,
+    fail_on_data_loss: bool, poll_timeout_ms: int, event_time: EventTimeSpec | None = None,
 ) -> dict[tuple[str, int], int | None]:
-    """Greatest record timestamp in each [start, end) range, read on the driver (bounded memory)."""
+    """Greatest event time in each [start, end) range, read on the driver (bounded memory):
+    the record timestamps, or with ``event_time`` the payload's (a malformed one counts
+    with its record timestamp, or fails, as ``eventTime.onMalformed`` says)."""
     todo = {tp: r for tp, r in ranges.items() if r[1] > r[0]}
     out: dict[tuple[str, int], int | None] = {tp: None for tp in ranges}
     if not todo:
@@ -405,6 +430,7 @@ def scan_max_timestamps(
             if not waited.got(len(msgs)):
                 raise JetsparkError(f"no record within kafkaConsumer.pollTimeoutMs={poll_timeout_ms} while "
                                     f"scanning timestamps of {sorted(todo)}")
+            data: dict[tuple[str, int], list[Message]] = {}
             for m in msgs:
                 tp = (m.topic(), m.partition())
                 if tp not in todo:
@@ -429,14 +455,27 @@ def scan_max_timestamps(
                     del todo[tp]
                     consumer.pause([KTopicPartition(*tp)])
                     continue
-                ts = m.timestamp()[1]
-                prev = out[tp]
-                out[tp] = ts if prev is None else max(prev, ts)
+                data.setdefault(tp, []).append(m)
                 if off + 1 >= end:
                     del todo[tp]
                     consumer.pause([KTopicPartition(*tp)])
+            for tp, records in data.items():
+                ts = _greatest_event_time(records, event_time)
+                out[tp] = ts if out[tp] is None else max(out[tp], ts)
     except KafkaException as e:
         raise JetsparkError(f"scanning timestamps: {e}") from None
     finally:
         consumer.close()
     return out
+
+
+def _greatest_event_time(msgs: list[Message], event_time: EventTimeSpec | None) -> int:
+    """The greatest event time of some records of one partition."""
+    ts = np.fromiter((m.timestamp()[1] for m in msgs), np.int64, len(msgs))
+    if event_time is None:
+        return int(ts.max())
+    offsets = np.fromiter(map(Message.offset, msgs), np.int64, len(msgs))
+    values = pa.array(list(map(Message.value, msgs)), pa.binary())
+    _col, event_ts = event_times(event_time, values, ts, topic=msgs[0].topic(), partition=msgs[0].partition(),
+                                 offsets=offsets)
+    return int(event_ts.max())

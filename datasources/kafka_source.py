@@ -49,8 +49,13 @@ take the default), ``startingOffsetsByTimestamp`` / ``startingTimestamp`` (+
 ``watermark.lag`` (default 0), ``watermark.idleTimeout`` (default 60 s; 0 = never idle),
 ``watermark.lateRecords`` (drop | keep), ``watermark.advanceWhenIdle`` (default false: W
 holds when every partition is idle; true: it follows the wall clock, in steps of the idle
-timeout, never under AvailableNow), ``watermark.maxTimestampFrom`` (auto | scan) and
-``maxRecordsPerChunk`` (records per Arrow batch, default 20000).
+timeout, never under AvailableNow), ``watermark.maxTimestampFrom`` (auto | scan),
+``maxRecordsPerChunk`` (records per Arrow batch, default 20000) and ``eventTime.field`` /
+``eventTime.format`` / ``eventTime.onMalformed``: the event time from a field of the
+JSON value instead of the record timestamp, in an extra ``eventTime`` column (see
+:mod:`jetspark.datasources.kafka_event_time`); the driver then learns ``maxTs`` by reading
+each batch's records (a second read, on the driver), since the broker knows only record
+timestamps.
 
 Offsets never go to Kafka's consumer groups: they live in Spark's checkpoint (see
 :mod:`jetspark.datasources.kafka_offsets` for the JSON). Reads stop by offset, so
@@ -119,12 +124,13 @@ def _settings(options: KafkaSourceOptions) -> ReadSettings:
         kafka=dict(options.kafka), include_headers=options.include_headers, keep_late=options.keep_late,
         lag_ms=options.watermark.lag_ms, fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_ms=options.poll_timeout_ms, chunk_rows=options.chunk_rows,
+        event_time=options.event_time,
     )
 
 
 def _read(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.RecordBatch]:
     if isinstance(partition, Heartbeat):
-        yield heartbeat_batch(settings.include_headers, partition.watermark)
+        yield heartbeat_batch(settings.include_headers, partition.watermark, settings.event_time is not None)
         return
     assert isinstance(partition, KafkaRange)
     yield from read_range(settings, partition.spec, first=partition.first)
@@ -305,7 +311,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if need:
             scanned = scan_max_timestamps(
                 self.options.kafka, need, fail_on_data_loss=self.options.fail_on_data_loss,
-                poll_timeout_ms=self.options.poll_timeout_ms,
+                poll_timeout_ms=self.options.poll_timeout_ms, event_time=self.options.event_time,
             )
             out.update({tp: ts for tp, ts in scanned.items() if ts is not None})
         return out
@@ -442,7 +448,8 @@ class KafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return spark_schema(Options(self.options).boolean("includeHeaders", False))
+        opts = Options(self.options)
+        return spark_schema(opts.boolean("includeHeaders", False), opts.string("eventTime.field") is not None)
 
     def streamReader(self, schema) -> DataSourceStreamReader:
         return KafkaStreamReader(KafkaSourceOptions.parse(self.options, streaming=True))

@@ -153,7 +153,8 @@ def test_transactional_topic_skips_aborted_records_and_control_offsets(jk, kafka
     assert offsets[:5] == [0, 1, 2, 3, 4] and offsets[5] > 10  # commit markers and aborted data are gaps
     _, rows = run(stream(jk, kafka_bootstrap, topic, **{"kafka.isolation.level": "read_uncommitted"}),
                   tmp_path)
-    assert sum(1 for r in data_rows(rows) if r.key.startswith(b"a0-")) == 5
+    seen = [(r.offset, r.key, r.late, r.heartbeat, r.watermark) for r in rows]
+    assert sum(1 for r in data_rows(rows) if r.key.startswith(b"a0-")) == 5, seen
 
 
 def _delete_before(bootstrap, topic, partition, offset):

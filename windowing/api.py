@@ -28,12 +28,12 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import DataType, StructField, StructType, TimestampType
+from pyspark.sql.types import BinaryType, DataType, LongType, StructField, StructType, TimestampType
 
 from .aggregate import AggregateError, AggregateOperation
 from .native import native_result
-from .plan import BUCKET, Plan
-from .stage1 import WATERMARK, stage1_function
+from .plan import BUCKET, TS_TYPE, Plan
+from .stage1 import BLOB, WATERMARK, stage1_function
 from .stage2 import WINDOW_END, WINDOW_START, output_schema_fields, step
 from .state import STATE_DDL, pandas_with_state_function, stateful_processor
 from .windows import WindowDefinition
@@ -103,15 +103,20 @@ def window_aggregate(
     # The watermark column keeps Spark's event-time marker, so the stateful operator
     # below sees that the query has a watermark (Spark forbids defining a second one).
     wm_field = StructField(WATERMARK, TimestampType(), True, {_DELAY_KEY: delay_ms})
-    partial_schema = StructType([*partial_fields, wm_field])
-    arrow_partial = pa.schema(
-        [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True) for f in partial_schema.fields]
+    # stage 1 hands stage 2 one row per (input partition, bucket): the bucket's partial
+    # table as Arrow IPC bytes (see .stage1)
+    packed_schema = StructType(
+        [StructField(BLOB, BinaryType(), True), StructField(BUCKET, LongType(), True), wm_field]
     )
-    stage1 = stage1_function(plan, wm_col, heartbeat, arrow_partial)
-    partials = df.select(*src_cols).mapInArrow(stage1, partial_schema)
+    stage2_schema = pa.schema(
+        [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True) for f in partial_fields]
+    )
+    arrow_packed = pa.schema([(BLOB, pa.binary()), (BUCKET, pa.int64()), (WATERMARK, TS_TYPE)])
+    stage1 = stage1_function(plan, wm_col, heartbeat, arrow_packed, bucket_column=BUCKET)
+    bucket = F.pmod(F.xxhash64(*plan.keys), F.lit(buckets))
+    partials = df.select(*src_cols).withColumn(BUCKET, bucket).mapInArrow(stage1, packed_schema)
     key_types = {f.name: to_arrow_type(f.dataType, timezone="UTC") for f in key_fields}
-    stage2_schema = pa.schema([f for f in arrow_partial if f.name != WATERMARK])
-    grouped = partials.withColumn(BUCKET, F.pmod(F.xxhash64(*plan.keys), F.lit(buckets))).groupBy(BUCKET)
+    grouped = partials.groupBy(BUCKET)
     if state_api == "applyInPandasWithState":  # the alternative, kept measurable
         return grouped.applyInPandasWithState(
             pandas_with_state_function(plan, stage2_schema, key_types),

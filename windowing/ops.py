@@ -170,10 +170,17 @@ class StdDev(Variance):
 
 
 class LinearSlope(AggregateOperation):
-    """Least-squares slope of ``y`` over ``x`` (Spark's ``regr_slope(y, x)``)."""
+    """Least-squares slope of ``y`` over ``x`` (Spark's ``regr_slope(y, x)``).
+
+    The accumulator keeps ``x`` centred: a reference ``rx`` (the smallest ``x`` seen) and
+    the mean of ``x - rx``, so epoch-second ``x`` (~1.7e9) loses no precision. Combining
+    moves both sides to the smaller reference (a difference of two nearby floats, exact);
+    deduct keeps the reference of the combined accumulator.
+    """
 
     fields = (
         Field("n", "int64", shared="count"),
+        Field("rx", "float64"),
         Field("mx", "float64"),
         Field("my", "float64"),
         Field("cxx", "float64"),
@@ -187,26 +194,40 @@ class LinearSlope(AggregateOperation):
         m = len(acc[0])
         n = np.bincount(groups, minlength=m)
         safe = np.where(n > 0, n, 1)
-        mx = np.bincount(groups, x, minlength=m) / safe
+        rx = np.full(m, np.inf)
+        np.minimum.at(rx, groups, x)
+        rx = np.where(n > 0, rx, 0.0)
+        xr = x - rx[groups]
+        mx = np.bincount(groups, xr, minlength=m) / safe
         my = np.bincount(groups, y, minlength=m) / safe
-        dx = x - mx[groups]
+        dx = xr - mx[groups]
         cxx = np.bincount(groups, dx * dx, minlength=m)
         cxy = np.bincount(groups, dx * (y - my[groups]), minlength=m)
-        return _co_combine(acc, (n, mx, my, cxx, cxy), 2)
+        return self.combine(acc, (n, rx, mx, my, cxx, cxy))
+
+    @staticmethod
+    def _moved(acc: Acc, ref: np.ndarray) -> Acc:
+        """(n, mean x − ref, my, cxx, cxy): the accumulator relative to reference ``ref``."""
+        return (acc[0], acc[2] + (acc[1] - ref), *acc[3:])
 
     def combine(self, a: Acc, b: Acc) -> Acc:
-        return _co_combine(a, b, 2)
+        na, nb = a[0], b[0]
+        ref = np.where(na == 0, b[1], np.where(nb == 0, a[1], np.minimum(a[1], b[1])))
+        out = _co_combine(self._moved(a, ref), self._moved(b, ref), 2)
+        return (out[0], np.where(out[0] == 0, 0.0, ref), *out[1:])
 
     def deduct(self, a: Acc, b: Acc) -> Acc:
-        return _co_deduct(a, b, 2)
+        ref = a[1]
+        out = _co_deduct(self._moved(a, ref), self._moved(b, ref), 2)
+        return (out[0], np.where(out[0] <= 0, 0.0, ref), *out[1:])
 
     def _slope(self, acc: Acc) -> tuple[np.ndarray, np.ndarray]:
-        n, mx, cxx = acc[0], acc[1], acc[3]
-        # cxx below the rounding noise of deduct/combine (~eps · n · mean²) counts as 0:
-        # all x equal, no slope (Spark returns null when var_pop(x) == 0)
+        n, mx, cxx = acc[0], acc[2], acc[4]
+        # cxx below the rounding noise of deduct/combine (~eps · n · (mean x − rx)²) counts
+        # as 0: all x equal, no slope (Spark returns null when var_pop(x) == 0)
         noise = 64 * np.finfo(np.float64).eps * n * (mx * mx + np.abs(cxx) / np.maximum(n, 1))
         bad = (n < 2) | (cxx <= noise)
-        return acc[4] / np.where(bad, 1.0, cxx), bad
+        return acc[5] / np.where(bad, 1.0, cxx), bad
 
     def finish(self, acc: Acc) -> pa.Array:
         slope, bad = self._slope(acc)
@@ -218,7 +239,7 @@ class LinearIntercept(LinearSlope):
 
     def finish(self, acc: Acc) -> pa.Array:
         slope, bad = self._slope(acc)
-        return _null_where(acc[2] - slope * acc[1], bad)
+        return _null_where(acc[3] - slope * (acc[1] + acc[2]), bad)
 
 
 class CollectSorted(AggregateOperation):

@@ -6,8 +6,12 @@ here: ~0.75 ms with ``applyInPandasWithState``, ~1.5 ms with
 cannot be fast. The grouping key is ``bucket = pmod(xxhash64(key…), buckets)`` instead
 and the state of a bucket is the whole partial table of its keys (Arrow IPC bytes, LZ4)
 plus the watermark of its last emission; stage 2 (:func:`.stage2.step`) combines many
-keys in a few numpy calls. A bucket is woken by new partials or by an event-time timer
-set at the end of its next window to close.
+keys in a few numpy calls. New partials arrive packed too: one row per (stage-1
+partition, bucket) holding the Arrow IPC bytes of its partial table (see :mod:`.stage1`),
+so Spark does not hand every (key, frame) cell to the function as a pandas row. A bucket
+is woken by new partials or by an event-time timer set at the end of its next window to
+close; it emits a window when the watermark reaches the window's end (watermark >= end,
+as Spark's ``window()`` in append mode).
 
 Two adapters with the same semantics. With a handful of calls per micro-batch the
 per-call cost no longer matters: measured end to end (``bench/bench_windowing.py``, 2 M
@@ -44,15 +48,17 @@ def load_table(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
-def _partials(frames: Iterator[pd.DataFrame], schema: pa.Schema, position: str) -> pa.Table | None:
-    """New partial rows as one Arrow table; watermark carrier rows (no position) dropped."""
-    tables = []
-    for pdf in frames:
-        # by position: transformWithStateInPandas does not keep the column names
-        pdf = pdf.iloc[:, : len(schema.names)].set_axis(schema.names, axis=1)
-        pdf = pdf[pdf[position].notna()]
-        if len(pdf):
-            tables.append(pa.Table.from_pandas(pdf, schema=schema, preserve_index=False))
+def _partials(frames: Iterator[pd.DataFrame], schema: pa.Schema) -> pa.Table | None:
+    """New partial rows as one Arrow table, unpacked from stage 1's per-bucket blobs
+    (first column, by position: transformWithStateInPandas does not keep the names);
+    watermark carrier rows (null blob) dropped."""
+    tables = [
+        load_table(blob).cast(schema)
+        for pdf in frames
+        for blob in pdf.iloc[:, 0]
+        if isinstance(blob, bytes | bytearray | memoryview)
+    ]
+    tables = [t for t in tables if t.num_rows]
     if not tables:
         return None
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
@@ -100,8 +106,7 @@ def pandas_with_state_function(plan: Plan, partial_schema: pa.Schema, key_types:
     core = _Core(plan, partial_schema, key_types)
 
     def fn(key, frames, state) -> Iterator[pd.DataFrame]:
-        position = plan.position_columns[0]
-        partials = None if state.hasTimedOut else _partials(frames, core.partial_schema, position)
+        partials = None if state.hasTimedOut else _partials(frames, core.partial_schema)
         blob, emitted = (state.get[0], state.get[1]) if state.exists else (None, None)
         wm = state.getCurrentWatermarkMs()
         res, new_blob = core.run(blob, emitted, partials, wm)
@@ -146,7 +151,7 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
 
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)
-            yield from self._run(_partials(rows, core.partial_schema, plan.position_columns[0]), wm)
+            yield from self._run(_partials(rows, core.partial_schema), wm)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)

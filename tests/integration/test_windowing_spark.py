@@ -315,3 +315,43 @@ def test_static_tumbling_native_and_python_engines_agree_with_spark(spark, stati
         ours = window_aggregate(df, key="k", time="ts", window=window, aggs=AGGS, engine=engine)
         assert_same(rows_by_window(ours.collect()), theirs)
     assert_same(theirs, reference_windows(evs, window, AGGS))
+
+
+@pytest.mark.parametrize("api", STATE_APIS)
+def test_window_ending_exactly_at_the_watermark_is_emitted_as_by_spark(spark, tmp_path, api):
+    """Append mode closes a window when watermark >= its end (Spark's rule for window()):
+    at watermark == end it is emitted, one millisecond earlier it is not."""
+    window_end = BASE_US + 10 * SEC
+    for offset_us, emitted in ((0, True), (-1000, False)):
+        run = tmp_path / f"off{-offset_us}"
+        folder = run / "in"
+        folder.mkdir(parents=True)
+        wm = window_end + offset_us
+        # "a" fills tumbling window [0 s, 10 s); "z" at wm + LAG_S sets Spark's watermark
+        # (max event time − LAG_S) to exactly wm; the source-style column says the same
+        batch = {
+            "k": ["a", "a", "z"],
+            "ts": np.array([BASE_US + SEC, BASE_US + 5 * SEC, wm + LAG_S * SEC]),
+            "x": np.array([1.0, 2.0, 3.0]),
+            "y": np.array([0.0, 1.0, 2.0]),
+            "watermark": np.full(3, wm),
+            "heartbeat": np.zeros(3, dtype=bool),
+        }
+        write_batch(folder, 0, batch)
+        schema = spark.read.parquet(str(folder)).schema
+        aggs = {"n": ops.count(), "s": ops.sum_("x")}
+        out_ddl = "k string, window_start timestamp, window_end timestamp, n bigint, s double"
+        ours_q = _ours(tumbling("10 seconds"), api, aggs)
+        prog = _stream(spark, folder, schema, ours_q, run / "ours", run / "ck1")
+        assert max(_us(dt.datetime.fromisoformat(p["eventTime"]["watermark"])) for p in prog) == wm
+        ours = rows_by_window(spark.read.schema(out_ddl).parquet(str(run / "ours")).collect())
+        a_window = ("a", BASE_US, window_end)
+        assert set(ours) == ({a_window} if emitted else set())
+        if emitted:
+            assert ours[a_window] == {"n": 2, "s": 3.0}
+        if api == STATE_APIS[0]:
+            theirs_q = _theirs(F.window("ts", "10 seconds"), "window")
+            theirs_prog = _stream(spark, folder, schema, theirs_q, run / "theirs", run / "ck2")
+            assert max(_us(dt.datetime.fromisoformat(p["eventTime"]["watermark"])) for p in theirs_prog) == wm
+            theirs = rows_by_window(spark.read.schema(out_ddl).parquet(str(run / "theirs")).collect())
+            assert theirs == ours

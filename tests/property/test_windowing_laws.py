@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from jetspark.windowing import ops
@@ -26,7 +26,13 @@ OPS = {
 }
 N = 4  # accumulators per batch
 
-values = st.one_of(st.none(), st.integers(-1000, 1000).map(float), st.floats(-1e3, 1e3))
+# no magnitudes like 1e-74 next to 1.0: after deduct a spread below eps × the deducted
+# spread cannot be told from 0 (regression slope: value vs null), whatever the algorithm
+values = st.one_of(
+    st.none(),
+    st.integers(-1000, 1000).map(float),
+    st.floats(-1e3, 1e3).filter(lambda v: v == 0 or abs(v) >= 1e-6),
+)
 rows = st.lists(st.tuples(st.integers(0, N - 1), st.integers(0, 50), values, values), max_size=30)
 
 
@@ -104,3 +110,48 @@ def test_every_builtin_is_covered() -> None:
         "Count", "Sum", "Mean", "Min", "Max", "Variance", "StdDev",
         "LinearSlope", "LinearIntercept", "CollectSorted",
     }  # fmt: skip
+
+
+epoch_points = st.lists(st.tuples(st.floats(0, 3600), st.floats(-100, 100)), min_size=3, max_size=40).filter(
+    lambda ps: len({p[0] for p in ps}) > 1
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    base=st.floats(1.6e9, 1.8e9),
+    slope=st.floats(-10, 10),
+    pts=epoch_points,
+    split=st.integers(1, 39),
+)
+def test_linear_slope_with_epoch_second_x_equals_polyfit(base, slope, pts, split) -> None:
+    """x in epoch seconds (~1.7e9): no cancellation, no spurious null; also after combine
+    and deduct (how sliding windows are built)."""
+    x = base + np.array([p[0] for p in pts])
+    y = slope * (x - base) + np.array([p[1] for p in pts])
+    cut = min(split, len(pts) - 1)
+    groups = (np.arange(len(pts)) >= cut).astype(np.int64)
+    s_op, i_op = ops.linear_slope("x", "y"), ops.linear_intercept("x", "y")
+    assume(np.ptp(x) > 0)  # offsets below the float spacing at 1.7e9 vanish: all x equal
+    # the reference: numpy on x shifted by its minimum outside (exact: Sterbenz)
+    lo = x.min()
+    want_s, want_c = np.polyfit(x - lo, y, 1)
+    want_i = want_c - want_s * lo
+    whole = accumulate_rows(s_op, np.zeros(len(x), np.int64), 1, [x, y])
+    parts = accumulate_rows(s_op, groups, 2, [x, y])
+    first, second = (tuple(c[i : i + 1] for c in parts) for i in (0, 1))
+    combined = s_op.combine(first, second)
+    scale = max(1.0, abs(want_s))
+    for acc in (whole, combined):
+        got_s = s_op.finish(acc).to_pylist()[0]
+        got_i = i_op.finish(acc).to_pylist()[0]
+        assert got_s is not None and abs(got_s - want_s) <= 1e-6 * scale, (got_s, want_s)
+        assert abs(got_i - want_i) <= 1e-6 * max(abs(want_i), base * scale), (got_i, want_i)
+    # deduct back to the first part (null when its x are all equal, like Spark)
+    rest = s_op.finish(s_op.deduct(combined, second)).to_pylist()[0]
+    x1 = x[:cut]
+    if np.ptp(x1) >= 1.0:  # deduct noise ~ eps · (spread of all / spread left)²
+        w1 = np.polyfit(x1 - x1.min(), y[:cut], 1)[0]
+        assert rest is not None and abs(rest - w1) <= 1e-6 * max(1.0, abs(w1)), (rest, w1)
+    elif cut == 1:
+        assert rest is None

@@ -31,7 +31,10 @@ def collect_available_now(df, checkpoint):
     rows: list = []
     query = (df.writeStream.foreachBatch(lambda b, _i: rows.extend(b.collect()))
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination(120)
+    if not query.awaitTermination(180):
+        status, last = query.status, query.lastProgress
+        query.stop()
+        raise AssertionError(f"query did not finish in 180 s: status {status}, last progress {last}")
     assert query.exception() is None
     return query, rows
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -167,7 +168,9 @@ def _pooled_consumer(kafka: Mapping[str, str], native: bool) -> Iterator[Consume
     Creating a consumer and connecting it costs more than a small micro-batch's read. A
     consumer goes back to the pool, unassigned, only after a read that finished cleanly.
     """
-    key = (native, *sorted(kafka.items()))
+    # group.id is not part of the key: reads assign partitions and never commit, so a consumer
+    # of another query with the same settings serves as well (and fewer consumers get closed).
+    key = (native, *sorted((k, v) for k, v in kafka.items() if k != "group.id"))
     consumer = _POOL.pop(key, None) or _new_consumer(kafka, native)
     clean = False
     try:
@@ -182,9 +185,15 @@ def _pooled_consumer(kafka: Mapping[str, str], native: bool) -> Iterator[Consume
         if clean:
             _POOL[key] = consumer
             while len(_POOL) > _POOL_SIZE:
-                _POOL.popitem(last=False)[1].close()
+                _close_in_background(_POOL.popitem(last=False)[1])
         else:
-            consumer.close()
+            _close_in_background(consumer)
+
+
+def _close_in_background(consumer: Consumer | NativeConsumer) -> None:
+    """Close without blocking the task: librdkafka 2.0.2's destroy was seen to hang (joining
+    its main thread) under load; a read task must not wait on it."""
+    threading.Thread(target=consumer.close, name="jetkafka-consumer-close", daemon=True).start()
 
 
 def _new_consumer(kafka: Mapping[str, str], native: bool) -> Consumer | NativeConsumer:

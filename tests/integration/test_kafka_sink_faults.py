@@ -28,7 +28,7 @@ def test_exactly_once_survives_driver_kills_at_every_point(kafka_bootstrap, kafk
     for fault in [
         "sink.during_write@1",     # a transaction is open with some records in the log
         "sink.after_prepare@2",    # records flushed and the marker sent, not committed
-        "sink.after_commit@2",     # batch 1 committed by its tasks, Spark has not recorded it
+        "sink.after_commit@1",     # a task committed its transaction, Spark has not recorded the batch
         "sink.during_recovery@1",  # the replayed batch 1 finds its markers committed
     ]:
         run = run_script(SCRIPT, *args, fault=fault, state_dir=tmp_path)

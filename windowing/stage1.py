@@ -26,6 +26,7 @@ from .keys import key_codes, pair_groups
 from .plan import BUCKET, END, FRAME, START, TS_TYPE, Plan, time_to_us
 from .sessions import event_sessions
 from .stage2 import merge
+from .state import dump_table
 
 
 def _partial_table(plan: Plan, keys: pa.Table, positions: dict[str, np.ndarray], accs) -> pa.Table:
@@ -63,20 +64,12 @@ WATERMARK = "__wm"
 BLOB = "__blob"
 
 
-def pack_table(table: pa.Table) -> bytes:
-    """A partial table as Arrow IPC stream bytes (uncompressed: Spark's shuffle compresses)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
 def _packed_rows(
     table: pa.Table, buckets: pa.ChunkedArray, wm, schema: pa.Schema
 ) -> Iterator[pa.RecordBatch]:
     """One row per bucket: (blob of its partial rows, bucket, watermark)."""
     for b in pc.unique(buckets).to_pylist():
-        blob = pack_table(table.filter(pc.equal(buckets, b)))
+        blob = dump_table(table.filter(pc.equal(buckets, b)), compress=False)  # the shuffle compresses
         yield pa.RecordBatch.from_pylist([{BLOB: blob, BUCKET: b, WATERMARK: wm}], schema=schema)
 
 

@@ -37,9 +37,11 @@ STATE_DDL = "blob binary, emitted bigint"
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
-def dump_table(table: pa.Table) -> bytes:
+def dump_table(table: pa.Table, *, compress: bool = True) -> bytes:
+    """Arrow IPC stream bytes (LZ4 unless ``compress`` is false, e.g. for data Spark's
+    shuffle compresses anyway)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS) as w:
+    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS if compress else None) as w:
         w.write_table(table)
     return sink.getvalue().to_pybytes()
 

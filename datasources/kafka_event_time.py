@@ -9,7 +9,13 @@ Arrow's JSON reader with a schema holding only the field. Only a chunk that Arro
 tell the good records from the bad ones.
 
 ``eventTime.format``: ``epochMillis`` (default; a JSON number), ``epochSeconds`` (a JSON
-number, fractions allowed) or ``iso8601`` (a JSON string; without a zone offset it is UTC).
+number, fractions allowed), both to the millisecond, or ``iso8601``: a JSON string
+``YYYY-MM-DDTHH:MM:SS`` (``T`` or a space), an optional fraction of one or more digits
+(kept to the microsecond, further digits truncated) and an optional zone: ``Z``, ``±HH:MM``,
+``±HHMM`` or ``±HH`` (converted to UTC); without a zone the value is UTC. Anything else
+(date only, no seconds, an impossible date or time such as February 30 or 24:00) is
+malformed. The string is checked with one regular expression, normalized (fraction cut to
+six digits, ``Z`` appended to a naive value) and cast by Arrow, all per chunk.
 
 A record whose field is missing, null or malformed is handled by ``eventTime.onMalformed``:
 ``fail`` (default: the read fails naming topic, partition and offset) or ``null`` (the
@@ -33,7 +39,11 @@ from jetspark.options import Options
 
 FORMATS = ("epochMillis", "epochSeconds", "iso8601")
 ON_MALFORMED = ("fail", "null")
-_TS_NS = pa.timestamp("ns", tz="UTC")
+_TS_US = pa.timestamp("us", tz="UTC")
+_ISO_FORM = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}(?::?\d{2})?)?$"
+"""The accepted ISO-8601 forms (see the module docstring); Arrow's cast alone would also take
+a date only, minutes without seconds, or nine fraction digits but not seven."""
+_ISO_ZONE = r"(?:Z|[+-]\d{2}(?::?\d{2})?)$"
 _EMPTY = pa.scalar(b"", pa.binary())
 _READ = pj.ReadOptions(use_threads=False, block_size=1 << 26)
 
@@ -72,17 +82,31 @@ class EventTimeSpec:
             leaf = pa.struct([(key, leaf)])
         return leaf
 
-    def _to_ms(self, leaf: pa.Array) -> pa.Array:
-        """Epoch ms (int64, nulls kept) from the parsed leaf values; raises on a bad string."""
+    def _to_us(self, leaf: pa.Array) -> pa.Array:
+        """Epoch µs (int64, nulls kept) from the parsed leaf values; a malformed ISO-8601 string
+        becomes null, an impossible date or an out-of-range number raises (ArrowInvalid)."""
         if self.format == "iso8601":
-            stamps = pc.cast(leaf, _TS_NS)
-            return pc.divide(pc.cast(stamps, pa.int64()), 1_000_000)
+            return iso8601_to_us(leaf)
         scale = 1000.0 if self.format == "epochSeconds" else 1.0
-        return pc.cast(pc.floor(pc.multiply(leaf, scale)), pa.int64())
+        ms = pc.cast(pc.floor(pc.multiply(leaf, scale)), pa.int64())
+        return pc.multiply_checked(ms, 1000)
 
 
-def extract_ms(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
-    """The event time (epoch ms, int64; null where missing or malformed) of every value."""
+def iso8601_to_us(text: pa.Array) -> pa.Array:
+    """Epoch µs (int64) of ISO-8601 strings in the accepted forms; null for any other string.
+
+    Raises ``ArrowInvalid`` when a string has the form but no such time exists (February 30,
+    24:00, second 60): the caller then goes record by record.
+    """
+    text = pc.if_else(pc.match_substring_regex(text, _ISO_FORM), text, pa.scalar(None, pa.string()))
+    text = pc.replace_substring_regex(text, r"(\.\d{6})\d+", r"\1")
+    text = pc.if_else(pc.match_substring_regex(text, _ISO_ZONE), text,
+                      pc.binary_join_element_wise(text, "Z", ""))
+    return pc.cast(pc.cast(text, _TS_US), pa.int64())
+
+
+def extract_us(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
+    """The event time (epoch µs, int64; null where missing or malformed) of every value."""
     n = len(values)
     if n == 0:
         return pa.array([], pa.int64())
@@ -90,6 +114,13 @@ def extract_ms(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
         return _vectorized(spec, values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, _Misaligned):
         return pa.array([_one(spec, v) for v in values.to_pylist()], pa.int64())
+
+
+def extract_ms(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
+    """The event time in epoch ms (floored), as :func:`extract_us`."""
+    us = extract_us(spec, values)
+    ms = np.floor_divide(pc.fill_null(us, 0).to_numpy(zero_copy_only=False), 1000)
+    return pa.array(ms, pa.int64(), mask=pc.is_null(us).to_numpy(zero_copy_only=False))
 
 
 class _Misaligned(Exception):
@@ -111,7 +142,7 @@ def _vectorized(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
     leaf = table.column(0).combine_chunks()
     for key in spec.path[1:]:
         leaf = pc.struct_field(leaf, key)
-    return spec._to_ms(leaf)
+    return spec._to_us(leaf)
 
 
 def _one(spec: EventTimeSpec, value: bytes | None) -> int | None:
@@ -123,10 +154,10 @@ def _one(spec: EventTimeSpec, value: bytes | None) -> int | None:
         if spec.format == "iso8601":
             if not isinstance(node, str):
                 return None
-            return int(spec._to_ms(pa.array([node])).to_pylist()[0])
+            return spec._to_us(pa.array([node], pa.string())).to_pylist()[0]
         if isinstance(node, bool) or not isinstance(node, int | float):
             return None
-        return int(spec._to_ms(pa.array([float(node)])).to_pylist()[0])
+        return int(spec._to_us(pa.array([float(node)])).to_pylist()[0])
     except (ValueError, pa.ArrowInvalid, OverflowError):
         return None
 
@@ -139,16 +170,16 @@ def event_times(spec: EventTimeSpec, values: pa.Array, fallback_ms: np.ndarray, 
     such record; ``null`` leaves the column null and uses ``fallback_ms`` (the Kafka
     timestamps) for the watermark.
     """
-    ms = extract_ms(spec, values)
-    bad = ms.null_count
+    us = extract_us(spec, values)
+    bad = us.null_count
     if bad and spec.on_malformed == "fail":
-        first = int(pc.index(pc.is_null(ms), True).as_py())
+        first = int(pc.index(pc.is_null(us), True).as_py())
         raise MalformedEventTimeError(
             f"record at offset {int(offsets[first])} of topic {topic!r} partition {partition} has no "
             f"valid eventTime.field {'.'.join(spec.path)!r} ({spec.format}); "
             "set eventTime.onMalformed=null to keep such records with a null eventTime")
-    column = pc.multiply(ms, 1000).cast(pa.timestamp("us", tz="UTC"))
-    for_watermark = ms.to_numpy(zero_copy_only=False) if not bad else np.where(
-        pc.is_null(ms).to_numpy(zero_copy_only=False), fallback_ms,
-        pc.fill_null(ms, 0).to_numpy(zero_copy_only=False))
-    return column, np.asarray(for_watermark, dtype=np.int64)
+    column = us.cast(_TS_US)
+    ms = np.floor_divide(pc.fill_null(us, 0).to_numpy(zero_copy_only=False), 1000)
+    if bad:
+        ms = np.where(pc.is_null(us).to_numpy(zero_copy_only=False), fallback_ms, ms)
+    return column, np.asarray(ms, dtype=np.int64)

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 
+import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from jetspark.datasources import read_kafka_stream
+from jetspark.datasources import kafka_native, read_kafka_stream
+from jetspark.datasources.kafka_event_time import EventTimeSpec
+from jetspark.datasources.kafka_read import RangeSpec, ReadSettings, read_range, scan_max_timestamps
 from jetspark.datasources.kafka_source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, produce
+from tests.unit.test_kafka_event_time import ISO_FORMS
 
 pytestmark = pytest.mark.integration
 
@@ -74,3 +79,42 @@ def test_malformed_event_time_null_policy_keeps_the_record(jk, kafka_bootstrap, 
     assert [d[:2] for d in data] == [(0, False), (1, True), (2, False)] and data[1][2] == b"not json"
     end = json.loads(query.lastProgress["sources"][0]["endOffset"])
     assert end["partitions"][topic]["0"]["maxTs"] == BASE_TS + 3_000
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "confluent"])
+def test_iso8601_forms_of_the_readme_on_the_reader_and_the_drivers_scan(native, kafka_bootstrap, kafka_topic):
+    """Every form README.md lists, read by one reader and by the driver's max-timestamp scan.
+
+    Partition 0 holds all forms (chunks of 7 records, some with an impossible date that
+    sends the chunk record by record); partition i + 1 holds form i alone, so the scan's
+    per-partition maximum is that form's event time (or, malformed, its Kafka timestamp).
+    """
+    assert kafka_native.AVAILABLE or not native, f"native reader not built: {kafka_native.IMPORT_ERROR}"
+    topic = kafka_topic(len(ISO_FORMS) + 1)
+    kafka_ts = [BASE_TS + i for i in range(len(ISO_FORMS))]
+    records = []
+    for partition in (0, *range(1, len(ISO_FORMS) + 1)):
+        forms = enumerate(ISO_FORMS) if partition == 0 else [(partition - 1, ISO_FORMS[partition - 1])]
+        records += [(partition, None, json.dumps({"meta": {"t": text}}).encode(), kafka_ts[i])
+                    for i, (text, _) in forms]
+    produce(kafka_bootstrap, topic, records)
+    spec = EventTimeSpec(("meta", "t"), "iso8601", "null")
+    settings = ReadSettings({"bootstrap.servers": kafka_bootstrap, "group.id": f"iso-{uuid.uuid4().hex[:8]}"},
+                            include_headers=False, keep_late=True, lag_ms=0, fail_on_data_loss=True,
+                            poll_timeout_ms=30_000, chunk_rows=7, event_time=spec)
+    expected = [e for _, e in ISO_FORMS]
+    ts_us = pa.timestamp("us", tz="UTC")
+
+    def read(partition: int, n: int) -> list[int | None]:
+        rng = RangeSpec(topic, partition, 0, n, None, None, None)
+        table = pa.Table.from_batches(list(read_range(settings, rng, native=native)))
+        assert table["offset"].to_pylist() == list(range(n)) and table.schema.field("eventTime").type == ts_us
+        return table["eventTime"].cast(pa.int64()).to_pylist()
+
+    assert read(0, len(ISO_FORMS)) == expected
+    assert [read(i + 1, 1)[0] for i in range(len(ISO_FORMS))] == expected
+
+    scanned = scan_max_timestamps(settings.kafka, {(topic, p): (0, 1) for p in range(1, len(ISO_FORMS) + 1)},
+                                  fail_on_data_loss=True, poll_timeout_ms=30_000, event_time=spec)
+    assert [scanned[(topic, i + 1)] for i in range(len(ISO_FORMS))] == \
+        [kafka_ts[i] if e is None else e // 1000 for i, e in enumerate(expected)]

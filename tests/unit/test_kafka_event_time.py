@@ -1,8 +1,11 @@
-"""Event time from a JSON field of the value: vectorized path, record-by-record path, policies."""
+"""Event time from a JSON field of the value: vectorized path, record-by-record path, policies,
+and every ISO-8601 form README.md lists (its ``<!-- iso8601-forms -->`` table)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -10,14 +13,50 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jetspark.datasources import kafka_event_time
 from jetspark.datasources.kafka_event_time import (
     EventTimeSpec,
     MalformedEventTimeError,
     event_times,
     extract_ms,
+    extract_us,
+    iso8601_to_us,
 )
 from jetspark.errors import OptionError
 from jetspark.options import Options
+from tests import readme
+
+
+def iso8601_forms() -> list[tuple[str, int | None]]:
+    """README's ISO-8601 table: (field value, epoch µs or None for malformed), one per value.
+
+    A value cell holds backticked values (``(empty)`` is the empty string); the other cell a
+    backticked UTC time ``YYYY-MM-DD HH:MM:SS[.f]`` or ``malformed``.
+    """
+    lines = readme.README.read_text().splitlines()
+    at = lines.index("<!-- iso8601-forms -->")
+    assert lines[at + 2].startswith("| ---"), "the marker must precede the table's header"
+    forms = []
+    for line in lines[at + 3:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        assert len(cells) == 2, line
+        values = re.findall(r"`([^`]*)`", cells[0]) + ([""] if "(empty)" in cells[0] else [])
+        if cells[1] == "malformed":
+            expected = None
+        else:
+            utc = dt.datetime.fromisoformat(re.fullmatch(r"`([^`]+)`", cells[1]).group(1))
+            utc = utc.replace(tzinfo=dt.UTC)
+            expected = (utc - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+        forms += [(v, expected) for v in values]
+    return forms
+
+
+ISO_FORMS = iso8601_forms()
+IMPOSSIBLE = {"2026-02-30T00:00:05", "2026-01-01T24:00:00Z", "2026-01-01T00:00:60Z",
+              "2026-01-01T00:00:05+25:00"}
+"""Forms the regular expression lets through but Arrow's cast rejects: the chunk goes record by record."""
 
 
 def spec(**raw: str) -> EventTimeSpec | None:
@@ -47,8 +86,70 @@ def test_formats_and_nested_paths():
     secs = extract_ms(spec(field="a.b", format="epochSeconds"), values({"a": {"b": 1.5}}, {"a": {"b": 2}}))
     assert secs.to_pylist() == [1500, 2000]
     iso = extract_ms(spec(field="t", format="iso8601"),
-                     values({"t": "2024-01-01T00:00:00.250Z"}, {"t": "2024-01-01T02:00:00+02:00"}))
-    assert iso.to_pylist() == [1_704_067_200_250, 1_704_067_200_000]
+                     values({"t": "2024-01-01T00:00:00.250Z"}, {"t": "2024-01-01T02:00:00+02:00"},
+                            {"t": "1969-12-31T23:59:59.9995"}))
+    assert iso.to_pylist() == [1_704_067_200_250, 1_704_067_200_000, -1]  # ms floored, also before 1970
+
+
+def test_the_readme_lists_every_kind_of_form():
+    expected = dict(ISO_FORMS)
+    assert len(expected) == len(ISO_FORMS), "a value listed twice"
+    malformed = {v for v, e in ISO_FORMS if e is None}
+    assert len(malformed) >= 10 and len(expected) - len(malformed) >= 10
+    assert malformed >= IMPOSSIBLE
+
+
+@pytest.mark.parametrize(("text", "expected_us"), ISO_FORMS, ids=[repr(v) for v, _ in ISO_FORMS])
+def test_iso8601_form_of_the_readme(text, expected_us):
+    """Each form alone (the vectorized path, or record by record for an impossible date)."""
+    s = spec(field="meta.t", format="iso8601", onMalformed="null")
+    assert extract_us(s, values({"meta": {"t": text}})).to_pylist() == [expected_us]
+
+
+def test_iso8601_forms_of_the_readme_in_one_chunk_and_vectorized():
+    """All forms in one chunk give the same; without the impossible dates Arrow parses the
+    whole chunk at once, and only those make a chunk go record by record."""
+    s = spec(field="t", format="iso8601", onMalformed="null")
+    chunk = values(*[{"t": v} for v, _ in ISO_FORMS])
+    assert extract_us(s, chunk).to_pylist() == [e for _, e in ISO_FORMS]
+    vectorizable = [(v, e) for v, e in ISO_FORMS if v not in IMPOSSIBLE]
+    assert kafka_event_time._vectorized(s, values(*[{"t": v} for v, _ in vectorizable])).to_pylist() == \
+        [e for _, e in vectorizable]
+    for text in IMPOSSIBLE:
+        with pytest.raises(pa.ArrowInvalid):
+            iso8601_to_us(pa.array([text]))
+
+
+def test_iso8601_event_times_keep_microseconds_and_watermarks_floor_to_ms():
+    raw = values({"t": "2026-01-01T00:00:05.123456789Z"}, {"t": "2026-01-01"}, {"t": "2026-01-01T00:00:06"})
+    column, for_wm = event_times(spec(field="t", format="iso8601", onMalformed="null"), raw,
+                                 np.array([1, 2, 3], np.int64), topic="t", partition=0, offsets=np.arange(3))
+    t0 = 1_767_225_600_000
+    assert [None if v is None else v.value for v in column] == \
+        [(t0 + 5_123) * 1000 + 456, None, (t0 + 6_000) * 1000]
+    assert for_wm.tolist() == [t0 + 5_123, 2, t0 + 6_000]
+
+
+_SIGN_HH = st.tuples(st.sampled_from("+-"), st.integers(0, 23))
+_ZONES = st.one_of(
+    st.just(""), st.just("Z"),
+    st.tuples(_SIGN_HH, st.integers(0, 59), st.sampled_from([":", ""])).map(
+        lambda z: f"{z[0][0]}{z[0][1]:02}{z[2]}{z[1]:02}"),
+    _SIGN_HH.map(lambda z: f"{z[0]}{z[1]:02}"),
+)
+
+
+@given(st.datetimes(dt.datetime(1900, 1, 2), dt.datetime(9999, 12, 30)), st.integers(0, 9), _ZONES,
+       st.sampled_from("T "))
+def test_iso8601_equals_pythons_datetime(when, digits, zone, sep):
+    """Any valid time in any accepted form: Python's datetime (microseconds, digits beyond cut)."""
+    fraction = f"{when.microsecond:06}999"[:digits]
+    text = when.strftime(f"%Y-%m-%d{sep}%H:%M:%S") + (f".{fraction}" if digits else "") + zone
+    offset = dt.timedelta(0) if zone in ("", "Z") else (-1 if zone[0] == "-" else 1) * dt.timedelta(
+        hours=int(zone[1:3]), minutes=int(zone.replace(":", "")[3:5] or 0))
+    exact = when.replace(microsecond=int((fraction + "000000")[:6]), tzinfo=dt.timezone(offset))
+    expected = (exact - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // dt.timedelta(microseconds=1)
+    assert iso8601_to_us(pa.array([text])).to_pylist() == [expected], text
 
 
 def test_missing_null_and_malformed_values_are_null_and_the_others_kept():

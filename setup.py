@@ -1,9 +1,11 @@
 """The one compiled part of jetspark: librdkafka → Arrow buffers for the jetkafka source.
 
 Metadata lives in pyproject.toml; setuptools merges this file's ``ext_modules`` into it.
-Needs librdkafka's headers and library (Debian: ``librdkafka-dev``, see scripts/bootstrap.sh).
-Without them the extension is skipped (``JETSPARK_REQUIRE_NATIVE=1`` makes that an error)
-and jetkafka reads through confluent-kafka instead.
+Builds with a C compiler and Python's headers only: librdkafka is neither included nor linked
+(datasources/_rdkafka_api.h declares the part of its API the reader uses); at import the
+extension uses the librdkafka that confluent-kafka bundles (docs/design.md). Without a
+compiler the extension is skipped with one warning (``JETSPARK_REQUIRE_NATIVE=1`` makes that
+an error) and jetkafka reads through confluent-kafka instead, which is slower.
 """
 
 import os
@@ -13,7 +15,7 @@ from setuptools.command.build_ext import build_ext
 
 
 class OptionalBuildExt(build_ext):
-    """Build the extension when librdkafka is there; otherwise warn and go on without it."""
+    """Build the extension when a C compiler is there; otherwise warn and go on without it."""
 
     def run(self) -> None:
         try:
@@ -34,7 +36,8 @@ class OptionalBuildExt(build_ext):
             return
         self._warned = True
         print(f"WARNING: jetspark's native Kafka reader was not built ({error}); "
-              "jetkafka falls back to confluent-kafka. Install librdkafka-dev to build it.")
+              "jetkafka falls back to confluent-kafka (slower). Building it needs a C compiler and "
+              "Python's headers (Debian: gcc python3-dev).")
 
 
 setup(
@@ -42,7 +45,8 @@ setup(
         Extension(
             "jetspark.datasources._kafka_arrow",
             sources=["datasources/_kafka_arrow.c"],
-            libraries=["rdkafka"],
+            depends=["datasources/_rdkafka_api.h"],
+            libraries=["dl"],  # dlopen/dlsym (part of libc since glibc 2.34; -ldl is then a stub)
             extra_compile_args=["-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra",
                                 "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
         )

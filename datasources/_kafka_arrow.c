@@ -7,15 +7,50 @@
  * timestamp types), returned as bytes for pyarrow.Array.from_buffers. A read stops by
  * offset, never by a count of records: transactional and compacted topics have gaps.
  *
+ * librdkafka is not linked: load(path) dlopen()s the copy confluent-kafka already loaded and
+ * resolves the functions of _rdkafka_api.h, so one librdkafka serves the whole process and
+ * the build needs only a C compiler and Python's headers (docs/design.md).
+ *
  * The Python side is jetspark.datasources.kafka_native.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <librdkafka/rdkafka.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "_rdkafka_api.h"
+
+/* One function pointer per librdkafka function, named as in rdkafka.h; set by load(). */
+#define RDK_POINTER(ret, name, params) static ret(*name) params;
+RDKAFKA_FUNCTIONS(RDK_POINTER)
+#undef RDK_POINTER
+
+#define RDK_ENTRY(ret, name, params) {#name, (void **)&name},
+static const struct {
+    const char *name;
+    void **slot;
+} rdk_table[] = {RDKAFKA_FUNCTIONS(RDK_ENTRY)};
+#undef RDK_ENTRY
+
+static void *rdk_handle;   /* dlopen() handle of the loaded librdkafka; NULL: not loaded */
+static char *rdk_path;     /* its path, as given to load() */
+
+static int check_loaded(void) {
+    if (!rdk_handle) {
+        PyErr_SetString(PyExc_RuntimeError, "librdkafka is not loaded: call _kafka_arrow.load(path) first");
+        return -1;
+    }
+    return 0;
+}
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define interpreter_finalizing() Py_IsFinalizing()
+#else
+#define interpreter_finalizing() _Py_IsFinalizing()
+#endif
 
 #define BATCH 1024                 /* messages popped from librdkafka's queue at once */
 #define MAX_DATA ((size_t)1 << 30) /* stop a chunk at 1 GiB of one column: int32 offsets */
@@ -259,7 +294,7 @@ static int check_open(Reader *self) {
 static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"conf", NULL};
     PyObject *conf;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &PyDict_Type, &conf))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &PyDict_Type, &conf) || check_loaded())
         return -1;
     if (self->rk) {
         PyErr_SetString(PyExc_RuntimeError, "Reader.__init__ called twice");
@@ -300,6 +335,10 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
+/* Destroy the consumer, with the GIL released. Reads only assign partitions and never commit,
+ * so there is nothing for rd_kafka_consumer_close() to do; skipping it
+ * (RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE) also skips the group coordinator round trip that
+ * cannot finish when the broker is gone. */
 static void reader_close(Reader *self) {
     drop_pending(self);
     if (!self->rk)
@@ -311,12 +350,19 @@ static void reader_close(Reader *self) {
     Py_BEGIN_ALLOW_THREADS
     if (queue)
         rd_kafka_queue_destroy(queue);
-    rd_kafka_consumer_close(rk);
-    rd_kafka_destroy(rk);
+    rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     Py_END_ALLOW_THREADS
 }
 
 static void Reader_dealloc(Reader *self) {
+    /* While the interpreter shuts down, a destroy (which joins librdkafka's threads) must not
+     * hold up the process's exit: the consumer is left to the exiting process instead. Readers
+     * should be closed before that (kafka_read closes its pooled ones at exit). */
+    if (self->rk && interpreter_finalizing()) {
+        self->rk = NULL;
+        self->queue = NULL;
+        self->pending_at = self->pending_n = 0;
+    }
     reader_close(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -483,7 +529,7 @@ static PyMethodDef Reader_methods[] = {
      "at an error, or when timeout_ms have passed."},
     {"watermark_offsets", (PyCFunction)Reader_watermark_offsets, METH_VARARGS,
      "watermark_offsets(topic, partition, timeout_ms) -> (low, high) asked from the broker."},
-    {"close", (PyCFunction)Reader_close, METH_NOARGS, "close(): leave and destroy the consumer."},
+    {"close", (PyCFunction)Reader_close, METH_NOARGS, "close(): destroy the consumer (no group leave or commit: reads only assign)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -499,11 +545,75 @@ static PyTypeObject ReaderType = {
 };
 
 static PyObject *librdkafka_version(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
+    if (check_loaded())
+        return NULL;
     return PyUnicode_FromString(rd_kafka_version_str());
 }
 
+/* load(path): dlopen() librdkafka at path (the copy confluent-kafka loaded: dlopen of a loaded
+ * file returns the same handle) and resolve every function of _rdkafka_api.h. ImportError
+ * naming the file and the missing symbol when that fails; a second load() must name the same
+ * library. */
+static PyObject *load(PyObject *Py_UNUSED(m), PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path))
+        return NULL;
+    dlerror();
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *why = dlerror();
+        PyErr_Format(PyExc_ImportError, "cannot load librdkafka from %s: %s", path, why ? why : "dlopen failed");
+        return NULL;
+    }
+    if (rdk_handle) {
+        dlclose(handle); /* drops the reference just taken; the library stays loaded */
+        if (handle != rdk_handle) {
+            PyErr_Format(PyExc_ImportError, "librdkafka is already loaded from %s, not %s", rdk_path, path);
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    void *found[sizeof rdk_table / sizeof rdk_table[0]];
+    for (size_t i = 0; i < sizeof rdk_table / sizeof rdk_table[0]; i++) {
+        found[i] = dlsym(handle, rdk_table[i].name);
+        if (!found[i]) {
+            dlclose(handle);
+            PyErr_Format(PyExc_ImportError, "librdkafka at %s lacks the function %s (too old a librdkafka?)",
+                         path, rdk_table[i].name);
+            return NULL;
+        }
+    }
+    char *copy = strdup(path);
+    if (!copy) {
+        dlclose(handle);
+        return PyErr_NoMemory();
+    }
+    for (size_t i = 0; i < sizeof rdk_table / sizeof rdk_table[0]; i++)
+        *rdk_table[i].slot = found[i];
+    rdk_path = copy;
+    rdk_handle = handle;
+    Py_RETURN_NONE;
+}
+
+static PyObject *loaded_path(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
+    if (!rdk_handle)
+        Py_RETURN_NONE;
+    return PyUnicode_DecodeFSDefault(rdk_path);
+}
+
+static PyObject *librdkafka_version_int(PyObject *Py_UNUSED(m), PyObject *Py_UNUSED(ignored)) {
+    if (check_loaded())
+        return NULL;
+    return PyLong_FromLong(rd_kafka_version());
+}
+
 static PyMethodDef module_methods[] = {
-    {"librdkafka_version", librdkafka_version, METH_NOARGS, "The linked librdkafka's version string."},
+    {"load", load, METH_VARARGS,
+     "load(path): use the librdkafka shared library at path (the one confluent-kafka loaded)."},
+    {"loaded_path", loaded_path, METH_NOARGS, "The path given to load(), or None before it."},
+    {"librdkafka_version", librdkafka_version, METH_NOARGS, "The loaded librdkafka's version string."},
+    {"librdkafka_version_int", librdkafka_version_int, METH_NOARGS,
+     "The loaded librdkafka's version as an int (0xMMmmrrxx, as confluent_kafka.libversion()[1])."},
     {NULL, NULL, 0, NULL},
 };
 

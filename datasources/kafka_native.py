@@ -1,24 +1,66 @@
 """The native Kafka reader: librdkafka fills Arrow buffers in C, no Python object per record.
 
-``_kafka_arrow`` (datasources/_kafka_arrow.c, built by ``pip install`` when librdkafka-dev is
-installed) consumes with the GIL released; this module wraps its buffers as Arrow arrays
-without copying. ``AVAILABLE`` says whether the extension imported; kafka_read falls back
-to confluent-kafka when it did not.
+``_kafka_arrow`` (datasources/_kafka_arrow.c, built by ``pip install`` with a C compiler and
+Python's headers) consumes with the GIL released; this module wraps its buffers as Arrow arrays
+without copying. The extension is not linked with librdkafka: at import it is handed the
+librdkafka that confluent-kafka loaded (found in ``/proc/self/maps``), so the process holds
+one librdkafka, confluent-kafka's (docs/design.md, "Native Kafka reader: one librdkafka").
+``AVAILABLE`` says whether that worked; kafka_read falls back to confluent-kafka when not.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+import confluent_kafka
+import confluent_kafka.cimpl  # loads confluent-kafka's librdkafka into the process
 import numpy as np
 import pyarrow as pa
 
 from jetspark.errors import JetsparkError
 
-try:
+
+def librdkafka_path() -> str:
+    """The file of the librdkafka that confluent-kafka's ``cimpl`` runs on (it is loaded).
+
+    Read from ``/proc/self/maps``: a wheel bundles it as
+    ``site-packages/confluent_kafka.libs/librdkafka-<hash>.so.1``, a build from source links
+    a system one; both show up there. Should several be mapped, the one inside
+    confluent-kafka's installation wins.
+    """
+    found: list[str] = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.rstrip("\n").partition("/")[2]
+                if path and Path("/" + path).name.startswith("librdkafka") and "/" + path not in found:
+                    found.append("/" + path)
+    except OSError as e:
+        raise ImportError(f"cannot read /proc/self/maps to find confluent-kafka's librdkafka: {e}") from None
+    if not found:
+        raise ImportError("confluent-kafka's librdkafka is not mapped into the process (not Linux?)")
+    site = str(Path(confluent_kafka.__file__).resolve().parent.parent) + os.sep
+    return next((f for f in found if f.startswith(site)), found[0])
+
+
+def _load():
+    """The extension, bound to confluent-kafka's librdkafka (ImportError when it cannot be)."""
     from . import _kafka_arrow
-except ImportError as e:  # not built (no librdkafka-dev when installed)
+
+    _kafka_arrow.load(librdkafka_path())
+    version, number = confluent_kafka.libversion()
+    if _kafka_arrow.librdkafka_version_int() != number:
+        raise ImportError(f"the native reader loaded librdkafka {_kafka_arrow.librdkafka_version()} from "
+                          f"{_kafka_arrow.loaded_path()}, but confluent-kafka runs on {version}")
+    return _kafka_arrow
+
+
+try:
+    _kafka_arrow = _load()
+except ImportError as e:  # not built (no C compiler at install), or librdkafka not found
     _kafka_arrow = None
     IMPORT_ERROR: str | None = str(e)
 else:
@@ -36,11 +78,11 @@ DATA_LOSS_CODES = frozenset({_AUTO_OFFSET_RESET, _OFFSET_OUT_OF_RANGE})
 
 
 class NativeConfigError(JetsparkError):
-    """The system librdkafka rejects a setting (e.g. one newer than its version)."""
+    """librdkafka rejects a setting (an unknown name or a bad value)."""
 
 
 def describe() -> str:
-    """``native (librdkafka x.y.z)``; only when ``AVAILABLE``."""
+    """``native (librdkafka x.y.z)``: confluent-kafka's librdkafka; only when ``AVAILABLE``."""
     if _kafka_arrow is None:
         raise JetsparkError(f"the native Kafka reader is not available: {IMPORT_ERROR}")
     return f"native (librdkafka {_kafka_arrow.librdkafka_version()})"

@@ -1,9 +1,9 @@
 """Kafka → Arrow: read one offset range of one partition as record batches.
 
 Two readers: the native one (kafka_native: librdkafka fills Arrow buffers in C, no Python
-object per record) when its extension is built, else confluent-kafka. The environment
-variable ``JETSPARK_KAFKA_READER=confluent`` forces the latter; so does a ``kafka.*`` setting
-that the system's librdkafka (older than confluent-kafka's own) does not know.
+object per record) when its extension is built, else confluent-kafka; both run on the same
+librdkafka (confluent-kafka's). The environment variable ``JETSPARK_KAFKA_READER=confluent``
+forces the latter; so does a ``kafka.*`` setting the native reader refuses.
 
 Memory stays bounded: records are consumed in chunks of ``chunk_rows`` and each chunk
 becomes one ``pyarrow.RecordBatch`` (librdkafka's prefetch queue is bounded by its own
@@ -13,6 +13,7 @@ topics have offset gaps (control records, aborted data), compacted topics too.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import os
@@ -191,9 +192,46 @@ def _pooled_consumer(kafka: Mapping[str, str], native: bool) -> Iterator[Consume
 
 
 def _close_in_background(consumer: Consumer | NativeConsumer) -> None:
-    """Close without blocking the task: librdkafka 2.0.2's destroy was seen to hang (joining
-    its main thread) under load; a read task must not wait on it."""
+    """Close without blocking the task: a read task must not wait on librdkafka's destroy."""
     threading.Thread(target=consumer.close, name="jetkafka-consumer-close", daemon=True).start()
+
+
+CLOSE_TIMEOUT_S = 10.0
+
+
+def close_pooled_consumers(timeout_s: float = CLOSE_TIMEOUT_S) -> int:
+    """Close every pooled consumer; returns how many were closed within ``timeout_s``.
+
+    Registered with ``atexit`` and meant to run while the brokers are still up (a test
+    session calls it before stopping its Kafka). The closes run in daemon threads, waited for
+    at most ``timeout_s`` in all: a destroy that does not finish (a broker gone) never holds up
+    the exit; the native reader also leaves its consumers alone once the interpreter finalizes.
+    """
+    consumers = []
+    while _POOL:
+        consumers.append(_POOL.popitem()[1])
+    threads = [threading.Thread(target=_quiet_close, args=(c,), name="jetkafka-consumer-close", daemon=True)
+               for c in consumers]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    left = sum(t.is_alive() for t in threads)
+    if left:
+        log.warning("jetkafka: %d pooled Kafka consumer(s) did not close within %.0f s; left to the exiting "
+                    "process", left, timeout_s)
+    return len(threads) - left
+
+
+def _quiet_close(consumer: Consumer | NativeConsumer) -> None:
+    try:
+        consumer.close()
+    except Exception as e:  # closing at exit: report, do not raise
+        log.warning("jetkafka: closing a pooled Kafka consumer: %s", e)
+
+
+atexit.register(close_pooled_consumers)
 
 
 def _new_consumer(kafka: Mapping[str, str], native: bool) -> Consumer | NativeConsumer:
@@ -201,7 +239,7 @@ def _new_consumer(kafka: Mapping[str, str], native: bool) -> Consumer | NativeCo
     if native:
         try:
             return NativeConsumer(conf)
-        except NativeConfigError as e:  # confluent-kafka bundles a newer librdkafka than the system's
+        except NativeConfigError as e:  # a setting librdkafka refuses: confluent-kafka reports it
             log.warning("jetkafka reads through confluent-kafka: the native reader cannot take the "
                         "settings: %s", e)
     return Consumer(conf)

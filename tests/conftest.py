@@ -17,9 +17,15 @@ from jetspark.services import Endpoints, Services, acquire
 
 @pytest.fixture(scope="session")
 def services() -> Iterator[Services]:
-    """Kafka, PostgreSQL and RabbitMQ for this test session; stops only what it started."""
+    """Kafka, PostgreSQL and RabbitMQ for this test session; stops only what it started.
+
+    jetkafka's pooled consumers are closed first, while their broker is still up.
+    """
     handle = acquire()
     yield handle
+    from jetspark.datasources.kafka_read import close_pooled_consumers
+
+    close_pooled_consumers()
     handle.release()
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything jetspark's tests and demo need on a fresh Debian machine:
 #   - system packages when missing (Java, Maven, PostgreSQL, RabbitMQ, a C compiler and
-#     librdkafka-dev for jetkafka's native reader) via apt-get
+#     Python's headers for jetkafka's native reader) via apt-get
 #   - a virtual environment .venv with jetspark installed (editable) and its test deps
 #   - Apache Kafka's jars from Maven Central (cached under ~/.cache/jetspark)
 # Idempotent: a second run only checks. Needs root (or sudo) only to install packages.
@@ -23,9 +23,9 @@ command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
-# jetkafka's native reader (datasources/_kafka_arrow.c) is compiled by pip install
+# jetkafka's native reader (datasources/_kafka_arrow.c) is compiled by pip install; it needs
+# no librdkafka package: it runs on the librdkafka bundled with confluent-kafka
 command -v gcc >/dev/null || missing+=(gcc)
-[ -f /usr/include/librdkafka/rdkafka.h ] || missing+=(librdkafka-dev)
 "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
   || missing+=(python3-dev)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -45,14 +45,16 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 stamp="$VENV/.jetspark-installed"
-native_ok() { "$VENV/bin/python" -c 'import jetspark.datasources._kafka_arrow' 2>/dev/null; }
+native_ok() { "$VENV/bin/python" -c 'import sys, jetspark.datasources.kafka_native as k; sys.exit(not k.AVAILABLE)' 2>/dev/null; }
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-   || [ datasources/_kafka_arrow.c -nt "$stamp" ] || ! native_ok; then
+   || [ datasources/_kafka_arrow.c -nt "$stamp" ] || [ datasources/_rdkafka_api.h -nt "$stamp" ] \
+   || ! native_ok; then
   say "installing jetspark and its dependencies into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  # librdkafka-dev is installed above: a native reader that does not build is an error here
+  # gcc and Python's headers are checked above: a native reader that does not build is an error here
   JETSPARK_REQUIRE_NATIVE=1 "$VENV/bin/python" -m pip install -q -e ".[test,demo]"
-  native_ok || die "jetkafka's native reader (jetspark.datasources._kafka_arrow) does not import"
+  native_ok || die "jetkafka's native reader does not load: $("$VENV/bin/python" -c \
+    'import jetspark.datasources.kafka_native as k; print(k.IMPORT_ERROR)' 2>&1 | tail -n 1)"
   touch "$stamp"
 fi
 # PySpark auto-registers formats by listing top-level modules (pkgutil.iter_modules), which

@@ -17,6 +17,7 @@ import atexit
 import functools
 import logging
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -245,6 +246,19 @@ def _new_consumer(kafka: Mapping[str, str], native: bool) -> Consumer | NativeCo
     return Consumer(conf)
 
 
+_ANNOUNCED: set[bool] = set()
+
+
+def _announce_reader(native: bool) -> None:
+    """Say on stderr, once per process and reader, which reader read tasks use: on a cluster
+    the executors' logs show whether they read natively (tests/integration/test_demo_cluster.py)."""
+    if native in _ANNOUNCED:
+        return
+    _ANNOUNCED.add(native)
+    what = kafka_native.describe() if native else f"confluent-kafka {confluent_kafka.version()}"
+    print(f"jetkafka reader: {what} (pid {os.getpid()})", file=sys.stderr, flush=True)
+
+
 def heartbeat_batch(include_headers: bool, watermark: int | None, event_time: bool = False) -> pa.RecordBatch:
     """One row without payload: ``heartbeat`` true, carrying W so Spark sees it advance."""
     schema = arrow_schema(include_headers, event_time)
@@ -270,6 +284,7 @@ def read_range(settings: ReadSettings, rng: RangeSpec, *, first: bool = False,
     native = use_native() if native is None else native
     produced = 0
     with _pooled_consumer(settings.kafka, native) as consumer:
+        _announce_reader(isinstance(consumer, NativeConsumer))
         read = _read_native if isinstance(consumer, NativeConsumer) else _read
         for batch in read(consumer, settings, rng):
             produced += batch.num_rows

@@ -83,6 +83,22 @@ print("\\n".join(sorted(files)))
     assert files[0] == kafka_native._kafka_arrow.loaded_path()
 
 
+def test_a_library_without_librdkafkas_functions_is_refused_by_name():
+    """load() resolves every function it needs, or fails naming the first one missing."""
+    code = """
+from jetspark.datasources import _kafka_arrow
+try:
+    _kafka_arrow.load("libc.so.6")
+except ImportError as e:
+    print(e)
+print(_kafka_arrow.loaded_path())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         check=True).stdout.splitlines()
+    assert out == ["librdkafka at libc.so.6 lacks the function rd_kafka_version (too old a librdkafka?)",
+                   "None"]
+
+
 def test_spark_python_workers_use_the_native_reader(spark):
     """The worker imports the package like jetkafka's read tasks do (editable install included)."""
 

@@ -1,15 +1,20 @@
 """The acknowledging-queue protocol of ``jetrabbitmq`` on the driver (DESIGN §5).
 
-Offsets are ``{"seq": next WAL sequence number, "watermark": {...}, "counts": {...}}``.
+Offsets are ``{"seq": next WAL sequence number, "epoch": lease epoch of the batch's writer,
+"watermark": {...}, "counts": {...}}``.
 
+* The driver takes the lease on ``walLocation`` (``rabbitmq_lease``) before it opens the
+  consumer, so a second driver on the same checkpoint stops before it consumes; every WAL
+  write, dedup write and ack is preceded by a fencing check of that lease.
 * ``latest_offset(start)``: everything below ``start`` is committed by Spark (it asks for
   the next batch only after the previous one's commit-log entry), so first commit through
   ``start``; drop WAL files at or beyond ``start`` (written before a crash but never in
   Spark's offset log — their deliveries are redelivered); then take deliveries, drop the
   duplicates (IDs in the dedup store or twice in the batch: acked at once), write the
   batch to the WAL durably and only then return the new offset.
-* ``commit_through(seq)``: IDs of the WAL batches below ``seq`` go to the dedup store,
-  THEN their deliveries are acked (current channel only), THEN the WAL files are deleted.
+* ``commit_through(seq)``: the IDs read back from the WAL files below ``seq`` (the files
+  Spark processed, never an in-memory list) go to the dedup store, THEN the deliveries
+  holding exactly those IDs are acked (current channel only), THEN the WAL files are deleted.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 from jetspark import faults
 from jetspark.datasources.rabbitmq_consumer import Delivery, QueueConsumer
 from jetspark.datasources.rabbitmq_dedup import DedupStore
+from jetspark.datasources.rabbitmq_lease import Lease
 from jetspark.datasources.rabbitmq_options import RabbitMQOptions
 from jetspark.datasources.rabbitmq_records import body_hash, event_time_ms, message_id_of, to_wal_table
 from jetspark.datasources.rabbitmq_wal import WalRange, WriteAheadLog
@@ -61,6 +67,8 @@ class QueueDriver:
 
     def __post_init__(self) -> None:
         o = self.options
+        self.lease = Lease(o.wal_location, o.lease_timeout_ms, clock=self.clock)
+        self.lease.acquire()  # before the consumer exists: a second driver consumes nothing
         self.wal = WriteAheadLog(o.wal_location)
         self.consumer = QueueConsumer(
             o.url, o.queue, o.prefetch, reconnect_timeout_s=o.reconnect_timeout_ms / 1000,
@@ -86,7 +94,8 @@ class QueueDriver:
         return self._ranges
 
     def initial_offset(self) -> dict:
-        return {"seq": 0, "watermark": self.watermarks.initial(), "counts": dict.fromkeys(COUNT_KEYS, 0)}
+        return {"seq": 0, "epoch": self.lease.epoch, "watermark": self.watermarks.initial(),
+                "counts": dict.fromkeys(COUNT_KEYS, 0)}
 
     # -- Spark calls ------------------------------------------------------------------------
     def prepare_available_now(self) -> None:
@@ -125,14 +134,15 @@ class QueueDriver:
         events = np.fromiter((event_time_ms(d, self.options, now) for d in rows), np.int64, len(rows))
         state, late = self.watermarks.advance(start.get("watermark"), events)
         self._counts["late"] += int(late.sum())
-        r = WalRange(start_seq, start_seq + len(rows))
+        r = WalRange(start_seq, start_seq + len(rows), self.lease.epoch)
+        self.lease.check()
         self.wal.write(r, to_wal_table(rows, ids, events, late))
         self.ranges().append(r)
         self._pending[r] = PendingBatch(ids, rows)
         counts = {k: int(start.get("counts", {}).get(k, 0)) + self._counts[k] for k in COUNT_KEYS}
         self._counts = dict.fromkeys(COUNT_KEYS, 0)
         faults.point("rabbitmq.after_wal_write")
-        return {"seq": r.end, "watermark": state, "counts": counts}
+        return {"seq": r.end, "epoch": r.epoch, "watermark": state, "counts": counts}
 
     def commit_through(self, seq: int) -> None:
         """Record IDs below ``seq`` as committed, then ack them, then drop their WAL files."""
@@ -143,15 +153,19 @@ class QueueDriver:
         ids: list[str] = []
         deliveries: list[Delivery] = []
         for r in done:
+            logged = self.wal.read(r, ["message_id"]).column(0).to_pylist()
+            ids.extend(logged)
             pending = self._pending.pop(r, None)
-            if pending is None:  # written before a restart: its deliveries are redelivered
-                ids.extend(self.wal.read(r, ["message_id"]).column(0).to_pylist())
-            else:
-                ids.extend(pending.ids)
-                deliveries.extend(pending.deliveries)
+            if pending is not None:  # ours: ack exactly the deliveries whose IDs Spark processed
+                in_wal = set(logged)
+                pairs = zip(pending.deliveries, pending.ids, strict=True)
+                deliveries.extend(d for d, i in pairs if i in in_wal)
+            # else written before a restart: its deliveries come back and are deduplicated
+        self.lease.check()
         self.dedup.add(ids, end_seq=max(r.end for r in done))
         faults.point("rabbitmq.before_ack")
         self.consumer.ensure_open()
+        self.lease.check()
         self.consumer.ack(deliveries)
         self.wal.delete(done)
         self._ranges = [r for r in self.ranges() if r.end > seq]
@@ -161,7 +175,9 @@ class QueueDriver:
         lo, hi = int(start["seq"]), int(end["seq"])
         if lo >= hi:
             return []
-        chosen = sorted(r for r in self.wal.ranges() if r.start < hi and r.end > lo)
+        epoch = end.get("epoch")  # the writer Spark's offset log names
+        chosen = sorted(r for r in self.wal.ranges()
+                        if r.start < hi and r.end > lo and (epoch is None or r.epoch == epoch))
         covered = lo
         for r in chosen:
             if r.start > covered:
@@ -176,7 +192,10 @@ class QueueDriver:
         return chosen
 
     def stop(self) -> None:
-        self.consumer.close()
+        try:
+            self.consumer.close()
+        finally:
+            self.lease.release()
 
     # -- internals ------------------------------------------------------------------------
     def _discard_from(self, seq: int) -> None:

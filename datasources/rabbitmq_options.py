@@ -29,6 +29,7 @@ KNOWN = (
     "lateRecords",
     "pollTimeout",
     "reconnectTimeout",
+    "leaseTimeout",
     "path",  # Spark may add it for load(path)
 )
 
@@ -55,6 +56,8 @@ class RabbitMQOptions:
     """``drop`` (counted in the offset) | ``keep`` (kept with ``late = true``)."""
     poll_timeout_ms: int = 50
     reconnect_timeout_ms: int = 60_000
+    lease_timeout_ms: int = 60_000
+    """How long a lease on ``walLocation`` held from another host lasts without renewal."""
 
     @property
     def message_id_header(self) -> str | None:
@@ -105,7 +108,10 @@ class RabbitMQOptions:
             late_records=o.choice("lateRecords", "drop", ("drop", "keep")),
             poll_timeout_ms=o.duration_ms("pollTimeout", cls.poll_timeout_ms),
             reconnect_timeout_ms=o.duration_ms("reconnectTimeout", cls.reconnect_timeout_ms),
+            lease_timeout_ms=o.duration_ms("leaseTimeout", cls.lease_timeout_ms),
         )
+        if parsed.lease_timeout_ms < 1_000:
+            raise OptionError("leaseTimeout", o.get("leaseTimeout"), "a duration of at least 1 second")
         o.reject_unknown(KNOWN)
         return parsed
 

@@ -16,7 +16,7 @@ See DESIGN §5 and ``rabbitmq_driver`` for the protocol.
 
 Offsets (visible in ``query.lastProgress["sources"][0]["endOffset"]``)::
 
-    {"seq": <next WAL sequence number>,
+    {"seq": <next WAL sequence number>, "epoch": <lease epoch of the batch's writer>,
      "watermark": {"watermark": W, "partitions": {"queue": {"maxTs", "wm", "idle", "progressMs"}}},
      "counts": {"late", "duplicates", "missingIdDropped", "missingIdHashed"}}   # running totals
 
@@ -60,6 +60,7 @@ class WalPartition(InputPartition):
     wal_location: str
     start: int
     end: int
+    epoch: int
     first_batch: int
     last_batch: int
     watermark_ms: int | None
@@ -70,7 +71,7 @@ def read_partition(p: WalPartition):
     """Arrow record batches of a partition, late rows dropped unless kept."""
     wal = WriteAheadLog(p.wal_location)
     wm = pa.scalar(None if p.watermark_ms is None else p.watermark_ms * 1000, _TS)
-    for rb in wal.iter_batches(WalRange(p.start, p.end), p.first_batch, p.last_batch):
+    for rb in wal.iter_batches(WalRange(p.start, p.end, p.epoch), p.first_batch, p.last_batch):
         late = rb.column("late")
         if not p.keep_late:
             rb = rb.filter(pc.invert(late))
@@ -128,7 +129,8 @@ class RabbitMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for r in driver.plan(start, end):
             n = driver.wal.num_record_batches(r)
             for i in range(max(n, 1)):
-                out.append(WalPartition(self.options.wal_location, r.start, r.end, i, i + 1, wm, keep))
+                out.append(WalPartition(self.options.wal_location, r.start, r.end, r.epoch,
+                                        i, i + 1, wm, keep))
         return out
 
     def read(self, partition: WalPartition):

@@ -1,8 +1,9 @@
 """The write-ahead log of the ``jetrabbitmq`` source: one durable Arrow file per batch.
 
 A batch covers the sequence numbers ``[start, end)`` and is stored as
-``<root>/wal/<start>-<end>.arrow`` (Arrow IPC file format). Writes are durable before
-they return: on a local filesystem the file is written to a temporary name, fsynced,
+``<root>/wal/<start>-<end>-<epoch>.arrow`` (Arrow IPC file format), ``epoch`` being the lease
+epoch of the driver that wrote it (``rabbitmq_lease``): two writers never share a file name.
+Writes are durable before they return: on a local filesystem the file is written to a temporary name, fsynced,
 renamed and the directory fsynced; on other pyarrow filesystems (S3, GCS, HDFS, …) a
 file exists only once its output stream is closed, which is the store's durability point.
 """
@@ -85,19 +86,20 @@ def list_files(fs: pafs.FileSystem, directory: str, suffix: str) -> list[str]:
 
 @dataclass(frozen=True, order=True)
 class WalRange:
-    """The sequence numbers ``[start, end)`` of one WAL file."""
+    """The sequence numbers ``[start, end)`` of one WAL file, written under lease ``epoch``."""
 
     start: int
     end: int
+    epoch: int = 0
 
     @property
     def file_name(self) -> str:
-        return f"{self.start:020d}-{self.end:020d}{SUFFIX}"
+        return f"{self.start:020d}-{self.end:020d}-{self.epoch:020d}{SUFFIX}"
 
     @classmethod
     def from_file_name(cls, name: str) -> WalRange:
-        start, _, end = name[: -len(SUFFIX)].partition("-")
-        return cls(int(start), int(end))
+        start, end, epoch = name[: -len(SUFFIX)].split("-")
+        return cls(int(start), int(end), int(epoch))
 
 
 class WriteAheadLog:
@@ -132,8 +134,12 @@ class WriteAheadLog:
         return [WalRange.from_file_name(n) for n in list_files(self.fs, self.directory, SUFFIX)]
 
     def read(self, r: WalRange, columns: list[str] | None = None) -> pa.Table:
-        with self.fs.open_input_file(self._path(r)) as f:
-            table = ipc.open_file(f).read_all()
+        if isinstance(self.fs, pafs.LocalFileSystem):  # mapped: unread columns cost nothing
+            with pa.memory_map(self._path(r)) as f:
+                table = ipc.open_file(f).read_all()
+        else:
+            with self.fs.open_input_file(self._path(r)) as f:
+                table = ipc.open_file(f).read_all()
         return table.select(columns) if columns else table
 
     def iter_batches(self, r: WalRange, first: int, last: int):

@@ -9,17 +9,22 @@ file. The kill covers the whole *session* of the process that hits the point: Py
 worker daemon moves its workers into a process group of its own, but not into a new
 session, so a point hit in an executor task or in the driver's commit worker still takes
 down the driver JVM. With the ``:worker`` suffix only the process that hits the point
-dies (a crashed Python worker: Spark retries the task). Without ``JETSPARK_FAULT`` a
-point costs one dictionary lookup.
+dies (a crashed Python worker: Spark retries the task). With ``:hold`` the process
+that hits the point does not die but waits there: it creates ``<gate>.held`` and returns
+once the file ``<gate>`` (``JETSPARK_FAULT_GATE``) exists — a test holds one driver at a
+chosen point while it starts another. Without ``JETSPARK_FAULT`` a point costs one
+dictionary lookup.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 
 ENV_POINT = "JETSPARK_FAULT"
 ENV_STATE = "JETSPARK_FAULT_STATE"
+ENV_GATE = "JETSPARK_FAULT_GATE"
 
 
 def point(name: str) -> None:
@@ -42,9 +47,20 @@ def point(name: str) -> None:
             os.close(fd)
         hits = os.path.getsize(state)
     if hits == wanted:
+        if scope == "hold":
+            _hold(os.environ[ENV_GATE])
+            return
         if scope == "worker":
             os.kill(os.getpid(), signal.SIGKILL)
         _kill_session(os.getsid(0))
+
+
+def _hold(gate: str) -> None:
+    """Say "held" and wait until the test opens the gate."""
+    with open(gate + ".held", "w"):
+        pass
+    while not os.path.exists(gate):
+        time.sleep(0.05)
 
 
 def _kill_session(sid: int) -> None:

@@ -30,6 +30,62 @@ class Run:
         return self
 
 
+def _script_env(fault: str | None, state_dir: Path, env: dict[str, str] | None) -> dict[str, str]:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env.pop(ENV_POINT, None)
+    if fault:
+        state = state_dir / f"fault-{fault.replace('@', '-').replace(':', '-')}-{os.urandom(4).hex()}"
+        full_env[ENV_POINT] = fault
+        full_env[ENV_STATE] = str(state)
+    full_env["PYSPARK_PYTHON"] = sys.executable
+    root = str(Path(__file__).resolve().parent.parent)
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, full_env.get("PYTHONPATH")]))
+    return full_env
+
+
+@dataclass
+class Started:
+    """A query script running in a session of its own (see :func:`start_script`)."""
+
+    proc: subprocess.Popen
+    log: Path
+
+    def wait(self, timeout_s: float = 300) -> Run:
+        """Wait for the script's end (killing it after ``timeout_s``: a failure)."""
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+            raise AssertionError(
+                f"query script timed out after {timeout_s} s:\n{self.log.read_text()[-5000:]}"
+            ) from None
+        finally:
+            # Whatever the script left behind in its group (a dead JVM's Python workers).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, 9)
+        return Run(self.proc.returncode, self.log.read_text())
+
+
+def start_script(
+    script: Path | str,
+    *args: str,
+    fault: str | None = None,
+    state_dir: Path,
+    env: dict[str, str] | None = None,
+) -> Started:
+    """Start ``python script args…`` without waiting; with ``fault`` set, arm that point."""
+    log = state_dir / f"run-{os.urandom(4).hex()}.log"
+    with open(log, "w") as out_file:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), *args],
+            stdout=out_file, stderr=subprocess.STDOUT, env=_script_env(fault, state_dir, env),
+            start_new_session=True, text=True,
+        )
+    return Started(proc, log)
+
+
 def run_script(
     script: Path | str,
     *args: str,
@@ -39,34 +95,4 @@ def run_script(
     timeout_s: float = 300,
 ) -> Run:
     """Run ``python script args…``; with ``fault`` set, arm that point (``name[@n]``)."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    full_env.pop(ENV_POINT, None)
-    if fault:
-        state = state_dir / f"fault-{fault.replace('@', '-')}-{os.urandom(4).hex()}"
-        full_env[ENV_POINT] = fault
-        full_env[ENV_STATE] = str(state)
-    full_env["PYSPARK_PYTHON"] = sys.executable
-    root = str(Path(__file__).resolve().parent.parent)
-    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, full_env.get("PYTHONPATH")]))
-    log = state_dir / f"run-{os.urandom(4).hex()}.log"
-    with open(log, "w") as out_file:
-        proc = subprocess.Popen(
-            [sys.executable, str(script), *args],
-            stdout=out_file, stderr=subprocess.STDOUT, env=full_env,
-            start_new_session=True, text=True,
-        )
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-            raise AssertionError(
-                f"query script timed out after {timeout_s} s:\n{log.read_text()[-5000:]}"
-            ) from None
-        finally:
-            # Whatever the script left behind in its group (a dead JVM's Python workers).
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 9)
-    out = log.read_text()
-    return Run(proc.returncode, out)
+    return start_script(script, *args, fault=fault, state_dir=state_dir, env=env).wait(timeout_s)

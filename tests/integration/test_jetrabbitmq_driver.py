@@ -55,7 +55,7 @@ def test_orphan_wal_batch_is_discarded_and_rebatched(amqp_url, rabbit_queue, tmp
     d.latest_offset(o0, None)  # WAL written; crash before Spark logs the offset
     d.stop()
     d2 = _driver(amqp_url, rabbit_queue, tmp_path)
-    assert d2.wal.ranges() == [WalRange(0, 3)]
+    assert d2.wal.ranges() == [WalRange(0, 3, d2.lease.epoch - 1)]
     o1 = d2.latest_offset(o0, None)
     assert o1["seq"] == 3 and sorted(_ids(d2, o0, o1)) == ["a", "b", "c"]
     assert o1["counts"]["duplicates"] == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -307,13 +308,35 @@ def test_restart_from_checkpoint_mid_stream_gives_the_same_output(spark, tmp_pat
     assert_same(b, a)
 
 
+_PYTHON_NODE = re.compile(r"\w*(?:Python|InArrow|InPandas)\w*")
+"""Physical-plan nodes that run Python (PythonMapInArrow, ArrowEvalPython, BatchEvalPython…)."""
+
+
+def python_nodes(df) -> list[str]:
+    """The Python-running nodes of ``df``'s physical plan (empty: it runs in the JVM alone)."""
+    return _PYTHON_NODE.findall(df._jdf.queryExecution().executedPlan().toString())
+
+
 def test_static_tumbling_native_and_python_engines_agree_with_spark(spark, static_events):
+    """``engine="auto"`` on static tumbling windows of built-in operations is Spark's own
+    aggregation (no Python in the plan) and equals Spark's window() and the reference."""
     df, evs = static_events
     window = tumbling("15 seconds")
     theirs = rows_by_window(spark_windowed(df, F.window("ts", "15 seconds"), "window").collect())
-    for engine in ("auto", "python"):
-        ours = window_aggregate(df, key="k", time="ts", window=window, aggs=AGGS, engine=engine)
-        assert_same(rows_by_window(ours.collect()), theirs)
+    ours = window_aggregate(df, key="k", time="ts", window=window, aggs=AGGS, engine="auto")
+    assert python_nodes(ours) == [], ours._jdf.queryExecution().executedPlan().toString()
+    assert_same(rows_by_window(ours.collect()), theirs)
+    assert_same(theirs, reference_windows(evs, window, AGGS))
+
+
+def test_static_tumbling_python_engine_agrees_with_spark(spark, static_events):
+    """The twin: ``engine="python"`` runs the same windows through Python and gives the same."""
+    df, evs = static_events
+    window = tumbling("15 seconds")
+    theirs = rows_by_window(spark_windowed(df, F.window("ts", "15 seconds"), "window").collect())
+    ours = window_aggregate(df, key="k", time="ts", window=window, aggs=AGGS, engine="python")
+    assert python_nodes(ours), ours._jdf.queryExecution().executedPlan().toString()
+    assert_same(rows_by_window(ours.collect()), theirs)
     assert_same(theirs, reference_windows(evs, window, AGGS))
 
 

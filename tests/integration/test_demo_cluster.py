@@ -10,9 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import confluent_kafka
 import psycopg
 import pytest
 from psycopg import sql
+
+from jetspark.services import local
 
 pytestmark = pytest.mark.integration
 
@@ -37,6 +40,14 @@ def _windows(pg_dsn: str, out: str) -> list[tuple]:
         ).format(sql.Identifier(schema, table))).fetchall()
 
 
+def _executor_logs(since: float) -> str:
+    """The stderr of the local cluster's executors (Python workers included) written since ``since``."""
+    work = Path(local.status()["spark"].data_dir)
+    files = [f for f in work.glob("work-*/app-*/*/stderr") if f.stat().st_mtime >= since]
+    assert files, f"no executor log under {work}"
+    return "\n".join(f.read_text(errors="replace") for f in files)
+
+
 def test_demo_submitted_to_a_cluster_equals_the_local_run(spark_master, kafka_bootstrap, pg_dsn, pg_schema,
                                                           tmp_path):
     start_ms = int(time.time() * 1000) - (DURATION_S + 120) * 1000  # the same events in both runs
@@ -50,12 +61,17 @@ def test_demo_submitted_to_a_cluster_equals_the_local_run(spark_master, kafka_bo
     assert "spark: local[2]" in local.stdout
 
     submit = Path(sys.executable).parent / "spark-submit"
+    submitted = time.time() - 1
     cluster = subprocess.run(
         [str(submit), "--master", spark_master, "--conf", "spark.executor.memory=1g",
          str(ROOT / "scripts" / "jetspark_demo.py"), *args, "--report-dir", str(tmp_path / "cluster")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert cluster.returncode == 0, cluster.stdout[-4000:] + cluster.stderr[-4000:]
     assert f"spark: {spark_master}" in cluster.stdout
+    # the executors' read tasks used the native reader, on confluent-kafka's librdkafka
+    logs = _executor_logs(submitted)
+    assert f"jetkafka reader: native (librdkafka {confluent_kafka.libversion()[0]})" in logs, logs[-3000:]
+    assert "jetkafka reader: confluent-kafka" not in logs
 
     ours, theirs = _windows(pg_dsn, local.stdout), _windows(pg_dsn, cluster.stdout)
     assert len(ours) > 20 and len(ours) == len(theirs)

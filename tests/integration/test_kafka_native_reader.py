@@ -198,3 +198,42 @@ def test_an_unknown_setting_is_refused_by_name(kafka_bootstrap):
     s = settings(kafka_bootstrap)
     with pytest.raises(kafka_native.NativeConfigError, match=r"jetspark\.no\.such\.setting"):
         kafka_native.NativeConsumer({**s.kafka, "jetspark.no.such.setting": "1"})
+
+
+def test_the_drivers_timestamp_scan_is_the_same_through_both_readers(kafka_bootstrap, kafka_topic):
+    """The driver's max-timestamp scan of a transactional topic (markers, an aborted transaction
+    with greater timestamps), natively and through confluent-kafka, by record timestamp and by
+    a JSON event time."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from jetspark.datasources.kafka_event_time import EventTimeSpec
+    from jetspark.datasources.kafka_read import scan_max_timestamps
+
+    topic = kafka_topic(2)
+    tid = f"scan-{uuid.uuid4().hex[:6]}"
+
+    def recs(partition: int, first: int, n: int, shift: int = 0) -> list[tuple]:
+        return [(partition, None, f'{{"t": {BASE_TS + shift + i * 1000 + 123}}}'.encode(),
+                 BASE_TS + shift + i * 1000) for i in range(first, first + n)]
+
+    produce(kafka_bootstrap, topic, recs(0, 0, 5) + recs(1, 0, 3), transactional_id=tid)  # p0 0-4, p1 0-2
+    produce(kafka_bootstrap, topic, recs(0, 0, 2, 10**6) + recs(1, 0, 2, 10**6), transactional_id=tid,
+            abort=True)  # p0 6-7, p1 4-5: aborted, later timestamps
+    produce(kafka_bootstrap, topic, recs(0, 5, 3), transactional_id=tid)  # p0 9-11
+    probe = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": "scan-probe"})
+    ends = [probe.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in (0, 1)]
+    probe.close()
+    assert ends == [13, 7]
+    ranges = {(topic, 0): (0, 13), (topic, 1): (0, 7)}
+    kafka = {"bootstrap.servers": kafka_bootstrap, "group.id": f"scan-{uuid.uuid4().hex[:8]}"}
+    want = {None: {(topic, 0): BASE_TS + 7_000, (topic, 1): BASE_TS + 2_000},
+            "json": {(topic, 0): BASE_TS + 7_123, (topic, 1): BASE_TS + 2_123}}
+    for kind, spec in [(None, None), ("json", EventTimeSpec(("t",)))]:
+        for native in (True, False):
+            got = scan_max_timestamps(kafka, ranges, fail_on_data_loss=True, poll_timeout_ms=30_000,
+                                      event_time=spec, native=native)
+            assert got == want[kind], (kind, native)
+            part = scan_max_timestamps(kafka, {(topic, 0): (0, 3), (topic, 1): (3, 7)}, event_time=spec,
+                                       fail_on_data_loss=True, poll_timeout_ms=30_000, native=native)
+            first3 = BASE_TS + 2_000 + (123 if spec else 0)
+            assert part == {(topic, 0): first3, (topic, 1): None}, (kind, native)  # p1 3-6: marker, aborted

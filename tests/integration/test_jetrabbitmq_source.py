@@ -188,3 +188,22 @@ def test_bad_option_fails_at_load(rspark, amqp_url, rabbit_queue, tmp_path):
 
 def test_environment_has_local_rabbitmq():
     assert os.access("/usr/lib/rabbitmq/bin/rabbitmqctl", os.X_OK)
+
+
+def test_query_restarted_in_the_same_application_takes_the_lease_back(
+    rspark, amqp_url, rabbit_queue, tmp_path
+):
+    """stop() releases the lease on walLocation: the next run of the query starts at once."""
+    seen = Collector()
+    for ids in (["a", "b"], ["c"]):
+        publish(amqp_url, rabbit_queue, ids)
+        query = (_stream(rspark, amqp_url, rabbit_queue, tmp_path).writeStream.foreachBatch(seen)
+                 .option("checkpointLocation", str(tmp_path / "cp")).start())
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        assert query.exception() is None
+    assert sorted(seen.ids()) == ["a", "b", "c"]
+    leases = sorted(p.name for p in (tmp_path / "wal" / "lease").iterdir())
+    assert len(leases) == 2  # one per run: the second took over a released lease

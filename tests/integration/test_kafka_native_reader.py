@@ -237,3 +237,12 @@ def test_the_drivers_timestamp_scan_is_the_same_through_both_readers(kafka_boots
                                        fail_on_data_loss=True, poll_timeout_ms=30_000, native=native)
             first3 = BASE_TS + 2_000 + (123 if spec else 0)
             assert part == {(topic, 0): first3, (topic, 1): None}, (kind, native)  # p1 3-6: marker, aborted
+
+
+def test_consumers_fetch_again_soon_after_a_full_prefetch_queue():
+    """librdkafka ≥ 2.4 waits fetch.queue.backoff.ms (1 s by default) after its prefetch queue
+    filled; the readers drain it much faster, so they ask for 10 ms unless the user sets it."""
+    from jetspark.datasources.kafka_read import consumer_conf
+
+    assert consumer_conf({"bootstrap.servers": "b"})["fetch.queue.backoff.ms"] == "10"
+    assert consumer_conf({"fetch.queue.backoff.ms": "500"})["fetch.queue.backoff.ms"] == "500"

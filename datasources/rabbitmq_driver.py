@@ -85,7 +85,8 @@ class QueueDriver:
     @property
     def dedup(self) -> DedupStore:
         if self._dedup is None:
-            self._dedup = DedupStore(self.options.wal_location, self.options.dedup_retention_ms, self.clock)
+            o = self.options
+            self._dedup = DedupStore(o.wal_location, o.dedup_retention_ms, self.clock, o.dedup_memory_bytes)
         return self._dedup
 
     def ranges(self) -> list[WalRange]:
@@ -217,7 +218,7 @@ class QueueDriver:
         (duplicates, and ones without an ID under ``onMissingMessageId=drop``)."""
         o = self.options
         acks_now: list[Delivery] = []
-        dedup = self.dedup
+        keyed: list[tuple[Delivery, str]] = []
         for d in deliveries:
             mid = message_id_of(d, o)
             if mid is None:
@@ -233,7 +234,10 @@ class QueueDriver:
                     )
                 mid = body_hash(d.body)
                 self._counts["missingIdHashed"] += 1
-            if mid in seen or mid in dedup:
+            keyed.append((d, mid))
+        committed = self.dedup.contains_many([mid for _, mid in keyed])  # one vectorized lookup
+        for (d, mid), known in zip(keyed, committed, strict=True):
+            if known or mid in seen:
                 acks_now.append(d)
                 self._counts["duplicates"] += 1
                 continue

@@ -23,6 +23,7 @@ KNOWN = (
     "messageId",
     "onMissingMessageId",
     "dedupRetention",
+    "dedupMemory",
     "eventTime",
     "watermark.lag",
     "watermark.idleTimeout",
@@ -48,6 +49,8 @@ class RabbitMQOptions:
     on_missing_message_id: str = "fail"
     """``fail`` | ``hash`` | ``drop`` (drop acks the message and counts it)."""
     dedup_retention_ms: int = 24 * 3_600_000
+    dedup_memory_bytes: int = 32 << 20
+    """Memory for the dedup store's Bloom filters (see ``rabbitmq_dedup``)."""
     event_time: str = EVENT_TIME_PROPERTY
     """``timestamp`` (AMQP timestamp property) or ``header:<name>``."""
     watermark_lag_ms: int = 0
@@ -102,6 +105,7 @@ class RabbitMQOptions:
             message_id=message_id,
             on_missing_message_id=o.choice("onMissingMessageId", "fail", ("fail", "hash", "drop")),
             dedup_retention_ms=o.duration_ms("dedupRetention", cls.dedup_retention_ms),
+            dedup_memory_bytes=o.size_bytes("dedupMemory", cls.dedup_memory_bytes),
             event_time=event_time,
             watermark_lag_ms=o.duration_ms("watermark.lag", 0),
             idle_timeout_ms=o.duration_ms("watermark.idleTimeout", cls.idle_timeout_ms),
@@ -110,6 +114,8 @@ class RabbitMQOptions:
             reconnect_timeout_ms=o.duration_ms("reconnectTimeout", cls.reconnect_timeout_ms),
             lease_timeout_ms=o.duration_ms("leaseTimeout", cls.lease_timeout_ms),
         )
+        if parsed.dedup_memory_bytes < 1 << 20:
+            raise OptionError("dedupMemory", o.get("dedupMemory"), "a size of at least 1 MB")
         if parsed.lease_timeout_ms < 1_000:
             raise OptionError("leaseTimeout", o.get("leaseTimeout"), "a duration of at least 1 second")
         o.reject_unknown(KNOWN)

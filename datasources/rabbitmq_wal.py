@@ -68,10 +68,12 @@ def fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def table_to_ipc(table: pa.Table) -> pa.Buffer:
+def table_to_ipc(table: pa.Table, max_chunksize: int | None = 65_536) -> pa.Buffer:
+    """The table in Arrow's IPC file format (``max_chunksize`` None: one record batch)."""
     sink = pa.BufferOutputStream()
     with ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table, max_chunksize=65_536)
+        writer.write_table(table.combine_chunks() if max_chunksize is None else table,
+                           max_chunksize=max_chunksize)
     return sink.getvalue()
 
 

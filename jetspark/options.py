@@ -118,6 +118,17 @@ class Options:
             return default
         return parse_duration_ms(value, option=name)
 
+    def size_bytes(self, name: str, default: int) -> int:
+        """A size: ``32 MB``, ``64MiB``, ``1g`` or a plain number of bytes."""
+        value = self.get(name)
+        if value is None or value.strip() == "":
+            return default
+        m = _SIZE_RE.match(value)
+        unit = m.group(2).lower() if m else None
+        if not m or unit not in _SIZE_UNITS:
+            raise OptionError(name, value, SIZE_ACCEPTED)
+        return round(float(m.group(1)) * _SIZE_UNITS[unit])
+
     def choice(self, name: str, default: str, choices: Iterable[str]) -> str:
         allowed = list(choices)
         value = self.get(name)
@@ -128,6 +139,12 @@ class Options:
             if c.lower() == low:
                 return c
         raise OptionError(name, value, "one of " + " | ".join(allowed))
+
+
+SIZE_ACCEPTED = "a size such as '32 MB', '64MiB', '1 GB' or a number of bytes"
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
 
 
 def parse_duration_ms(value: str, *, option: str = "duration") -> int:

@@ -1,4 +1,4 @@
-"""The ``jetspark`` console command: local services and the demo pipeline."""
+"""The ``jetspark`` console command: local services, the demo pipeline, inspecting a query."""
 
 from __future__ import annotations
 
@@ -55,6 +55,37 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def _inspect(args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    from jetspark.inspect_report import inspect
+
+    def once() -> int:
+        report = inspect(args.checkpoint, last=args.batches, kafka=args.kafka, pg=args.pg,
+                         sink_id=args.sink_id, amqp=args.amqp, queue=args.queue,
+                         rabbitmq_api=args.rabbitmq_api, wal_location=args.wal_location)
+        print(json.dumps(report.to_json()) if args.json else report.text(), flush=True)
+        if args.plot:
+            report.plot(args.plot)
+        return 1 if report.errors else 0
+
+    if args.follow is None:
+        return once()
+    rounds = 0
+    try:
+        while True:
+            if not args.json and rounds:
+                print(f"\n--- {time.strftime('%H:%M:%S')} (every {args.follow:g} s; Ctrl-C ends)", flush=True)
+            once()
+            rounds += 1
+            if args.rounds is not None and rounds >= args.rounds:
+                return 0
+            time.sleep(args.follow)
+    except KeyboardInterrupt:
+        return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jetspark", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -85,6 +116,27 @@ def build_parser() -> argparse.ArgumentParser:
                       help="event time of the stream's start, epoch ms (default: the stream ends about "
                            "now); runs with the same value and options produce the same events")
     demo.set_defaults(func=_demo)
+
+    ins = sub.add_parser("inspect", help="a streaming query's batches, watermarks, lag and pending "
+                                         "transactions, from its checkpoint (read-only)")
+    ins.add_argument("checkpoint", help="the query's checkpointLocation (a local folder)")
+    ins.add_argument("--batches", type=int, default=20, help="show the newest N batches (0: all; default 20)")
+    ins.add_argument("--kafka", metavar="BOOTSTRAP", help="Kafka bootstrap servers: each partition's lag")
+    ins.add_argument("--pg", metavar="URL",
+                     help="jetjdbc's url: the sink's prepared transactions and their age")
+    ins.add_argument("--sink-id", help="jetjdbc sinkId (default: the query id, as jetjdbc's default)")
+    ins.add_argument("--amqp", metavar="URL", help="RabbitMQ URL (with --queue): ready messages, consumers")
+    ins.add_argument("--queue", help="the jetrabbitmq queue")
+    ins.add_argument("--rabbitmq-api", metavar="URL",
+                     help="management plugin URL (http://user:pass@host:15672) for the unacked count")
+    ins.add_argument("--wal-location", metavar="PATH",
+                     help="jetrabbitmq walLocation: WAL, dedup and lease files")
+    ins.add_argument("--json", action="store_true", help="one JSON object per report")
+    ins.add_argument("--plot", metavar="FILE.png", help="also draw the per-partition watermarks and W")
+    ins.add_argument("--follow", type=float, metavar="SECONDS", nargs="?", const=5.0, default=None,
+                     help="report again every SECONDS (default 5) until Ctrl-C")
+    ins.add_argument("--rounds", type=int, default=None, help="with --follow: stop after N reports")
+    ins.set_defaults(func=_inspect)
     return parser
 
 

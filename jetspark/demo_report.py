@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -88,17 +89,23 @@ def _close(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
 
 
-def write_report(folder: Path, batches: list[Batch], t0_ms: int, summary: list[str]) -> list[Path]:
-    """``watermarks.png`` (per-partition and coalesced watermarks per batch) and ``summary.md``."""
+def _partition_order(label: str) -> tuple:
+    """Partition numbers in numeric order, other labels ("topic:3", "queue") after them."""
+    return (0, int(label), "") if label.isdigit() else (1, 0, label)
+
+
+def plot_watermarks(png: Path, batches: Sequence[Batch], t0_ms: int, *,
+                    title: str = "jetkafka watermarks per partition (x: partition idle)",
+                    ylabel: str = "event time watermark, s since the stream's start") -> Path:
+    """Per-partition watermarks (x: idle) and the coalesced W per batch, seconds after ``t0_ms``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(9, 5))
     xs = [b.batch_id for b in batches]
-    names = sorted({p for b in batches for p in b.partitions}, key=int)
+    names = sorted({p for b in batches for p in b.partitions}, key=_partition_order)
     for p in names:
         ys = [(b.partitions.get(p, {}).get("wm") or math.nan) for b in batches]
         ys = [(y - t0_ms) / 1000 if not math.isnan(y) else math.nan for y in ys]
@@ -110,13 +117,20 @@ def write_report(folder: Path, batches: list[Batch], t0_ms: int, summary: list[s
     w = [(b.watermark - t0_ms) / 1000 if b.watermark is not None else math.nan for b in batches]
     ax.plot(xs, w, color="black", linewidth=5, alpha=0.35, zorder=0, label="coalesced W (min over non-idle)")
     ax.set_xlabel("micro-batch")
-    ax.set_ylabel("event time watermark, s since the stream's start")
-    ax.set_title("jetkafka watermarks per partition (x: partition idle)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(loc="upper left")
     ax.grid(alpha=0.3)
-    png = folder / "watermarks.png"
+    png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(png, dpi=100, bbox_inches="tight")
     plt.close(fig)
+    return png
+
+
+def write_report(folder: Path, batches: list[Batch], t0_ms: int, summary: list[str]) -> list[Path]:
+    """``watermarks.png`` (per-partition and coalesced watermarks per batch) and ``summary.md``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    png = plot_watermarks(folder / "watermarks.png", batches, t0_ms)
     md = folder / "summary.md"
     rows = "\n".join(f"| {b.batch_id} | {b.rows} | {b.late} | {_rel(b.watermark, t0_ms)} | "
                      + ", ".join(f"p{p} {_rel(m.get('wm'), t0_ms)}{' idle' if m.get('idle') else ''}"

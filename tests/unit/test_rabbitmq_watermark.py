@@ -34,12 +34,27 @@ def test_watermark_holds_and_late_against_previous_w():
 
 
 def test_idle_queue_is_flagged_when_it_rejoins_after_the_timeout():
+    """No message for the idle timeout (the injected clock): the queue is idle and W holds;
+    one millisecond earlier it is not; a message makes it rejoin, not idle, and W moves."""
     clock = Clock()
     wm = QueueWatermark(lag_ms=0, idle_timeout_ms=1_000, clock=clock)
     state, _ = wm.advance(wm.initial(), np.array([100]))
+    assert state["partitions"]["queue"]["idle"] is False and state["watermark"] == 100
+    empty = np.array([], dtype=np.int64)
+    clock.now += 999
+    quiet, _ = wm.advance(json.loads(json.dumps(state)), empty)
+    assert quiet["partitions"]["queue"]["idle"] is False and quiet["watermark"] == 100
+    clock.now += 1
+    idle, late = wm.advance(json.loads(json.dumps(quiet)), empty)
+    assert late.tolist() == []
+    assert idle["partitions"]["queue"]["idle"] is True and idle["watermark"] == 100
+    assert idle["partitions"]["queue"]["progressMs"] == state["partitions"]["queue"]["progressMs"]
     clock.now += 5_000
-    state, _ = wm.advance(state, np.array([200]))
-    assert state["partitions"]["queue"]["idle"] is False and state["watermark"] == 200
+    still, _ = wm.advance(json.loads(json.dumps(idle)), empty)
+    assert still["partitions"]["queue"]["idle"] is True and still["watermark"] == 100
+    rejoined, _ = wm.advance(json.loads(json.dumps(still)), np.array([200]))
+    assert rejoined["partitions"]["queue"]["idle"] is False and rejoined["watermark"] == 200
+    assert rejoined["partitions"]["queue"]["progressMs"] == clock.now
 
 
 @settings(max_examples=100, deadline=None)

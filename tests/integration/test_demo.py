@@ -6,23 +6,49 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 
+from jetspark.demo_events import LAG_S, generate, split_phases
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+RECORDS, PARTITIONS, DURATION_S = 800, 4, 120  # the demo's --partitions and --duration defaults
+WINDOW_MS, SLIDE_MS = 30_000, 10_000  # jetspark.demo_report's WINDOW and SLIDE
+
+
+def expected_run(start_ms: int) -> tuple[int, int, int]:
+    """From the generator alone: (t0 ms, final watermark ms, windows it closes).
+
+    The last partition is idle in the second phase, so the final W is the least of the other
+    partitions' greatest record timestamps (partition 1's, 45 s behind) minus the lag; the
+    table holds every (vehicle, 30 s window sliding by 10 s) with an on-time, valid event
+    that ends by then.
+    """
+    records = generate(RECORDS, PARTITIONS, DURATION_S, start_ms=start_ms)
+    produced = [r for phase in split_phases(records, PARTITIONS) for r in phase]
+    newest = [max(r.ts for r in produced if r.partition == p) for p in range(PARTITIONS - 1)]
+    final_w = min(newest) - LAG_S * 1000
+    windows = {(r.vehicle, (r.ts // SLIDE_MS - k) * SLIDE_MS) for r in produced if r.vehicle and not r.late
+               for k in range(WINDOW_MS // SLIDE_MS)}
+    return min(r.ts for r in records), final_w, sum(start + WINDOW_MS <= final_w for _, start in windows)
 
 
 def test_demo_short_mode_passes_its_check_and_writes_the_report(kafka_bootstrap, pg_dsn, pg_schema, tmp_path):
     report = tmp_path / "report"
+    start_ms = int(time.time() * 1000) - (DURATION_S + 120) * 1000  # recent: Kafka's retention keeps it
+    t0_ms, final_w, n_expected = expected_run(start_ms)
     env = {**os.environ, "JETSPARK_KAFKA_BOOTSTRAP": kafka_bootstrap, "JETSPARK_PG_DSN": pg_dsn,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run(
-        [sys.executable, "-m", "jetspark.cli", "demo", "--external", "--keep-services", "--records", "800",
+        [sys.executable, "-m", "jetspark.cli", "demo", "--external", "--keep-services",
+         "--records", str(RECORDS), "--partitions", str(PARTITIONS), "--duration", str(DURATION_S),
+         "--start-ms", str(start_ms),
          "--batches", "3", "--pg-schema", pg_schema, "--report-dir", str(report)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     out = run.stdout
@@ -35,6 +61,12 @@ def test_demo_short_mode_passes_its_check_and_writes_the_report(kafka_bootstrap,
     assert re.search(r"malformed records: 4 \(produced: 4\) -> dead-letter table \S+", out)
     batch_lines = [line for line in out.splitlines() if re.match(r"\s+batch\s+\d+:", line)]
     assert len(batch_lines) >= 4 and any(line.endswith("idle") for line in batch_lines)
+    # the final W is the lagging partition's (the idle one no longer holds it back)
+    final = re.search(r"\| W (\S+) \|", batch_lines[-1]).group(1)
+    assert final == f"+{(final_w - t0_ms) / 1000:.1f}s", batch_lines
+    assert re.search(rf"\bp{PARTITIONS - 1} \S+ idle$", batch_lines[-1]), batch_lines[-1]
+    assert re.search(rf"windows written: {n_expected} to \S+ \(exactly-once\); "
+                     rf"reference windows closed by the final watermark: {n_expected}\n", out), out[-3000:]
 
     with psycopg.connect(pg_dsn) as conn:
         tables = {name for (name,) in conn.execute(
@@ -46,7 +78,7 @@ def test_demo_short_mode_passes_its_check_and_writes_the_report(kafka_bootstrap,
         n_windows = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
             sql.Identifier(pg_schema, windows))).fetchone()[0]
     assert len(raw) == 4 and all("oops" in v for v in raw)
-    assert f"windows written: {n_windows} " in out and n_windows > 0
+    assert n_windows == n_expected
 
     png, md = report / "watermarks.png", report / "summary.md"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000

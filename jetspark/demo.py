@@ -28,7 +28,6 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -43,6 +42,7 @@ from jetspark.demo_report import (
     reference_check,
     write_report,
 )
+from jetspark.listener import BatchProgress, WatermarkListener
 
 NEEDED = ("kafka", "postgres")
 IDLE_TIMEOUT = "2 seconds"
@@ -63,27 +63,16 @@ def _source_options(bootstrap: str, topic: str, per_batch: int, **extra: str) ->
             "maxOffsetsPerTrigger": str(per_batch), **extra}
 
 
-def _run(df_writer, name: str, on_batch: Callable[[dict], None] | None = None) -> list[dict]:
-    """Start with Trigger.AvailableNow, wait for the end; ``on_batch`` sees each progress live."""
+def _run(df_writer, name: str, listener: WatermarkListener | None = None) -> list[dict]:
+    """Start with Trigger.AvailableNow, wait for the end (and for ``listener``'s last line)."""
     # No queryName: Spark hands it to Python sinks as option "queryName", which jetjdbc rejects.
     query = df_writer.trigger(availableNow=True).start()
-    if on_batch is not None:
-        seen = -1
-        while query.isActive:  # progress while it runs, without a listener thread
-            query.awaitTermination(0.5)
-            for p in query.recentProgress:
-                if p["batchId"] > seen:
-                    seen = p["batchId"]
-                    on_batch(json.loads(p.json))
     query.awaitTermination()
+    if listener is not None and not listener.wait_terminated(query.runId, timeout_s=120):
+        print(f"(the progress lines of {name} may be incomplete: the listener bus is slow)", flush=True)
     if query.exception() is not None:
         raise RuntimeError(f"query {name} failed: {query.exception()}")
-    progress = [json.loads(p.json) for p in query.recentProgress]
-    if on_batch is not None:
-        for p in progress:
-            if p["batchId"] > seen:
-                on_batch(p)
-    return progress
+    return [json.loads(p.json) for p in query.recentProgress]
 
 
 def _master(asked: str | None) -> str | None:
@@ -141,15 +130,19 @@ def run_demo(args: argparse.Namespace) -> int:
                   .option("mode", "exactly-once").option("createTable", "true")
                   .option("checkpointLocation", str(work / "windows")))
         batches: list[Batch] = []
+
+        def line(progress: BatchProgress) -> str:  # the listener's line, in the demo's layout
+            batches.append(batch_of(dict(progress.progress), topic))
+            return progress_line(batches[-1], t0_ms, progress.slowest)
+
+        listener = WatermarkListener(lambda text: print(text, flush=True), line=line)
+        spark.streams.addListener(listener)
         for i, phase in enumerate(phases):
             produce(ep.kafka_bootstrap, topic, phase, args.partitions if i == 0 else 0)
             print(f"phase {i + 1}: produced {len(phase)} records to {topic}"
                   + (f" (partition {args.partitions - 1} now idle)" if i and args.partitions > 2 else ""))
-            def show(progress: dict) -> None:
-                batches.append(batch_of(progress, topic))
-                print(progress_line(batches[-1], t0_ms), flush=True)
-
-            _run(writer, "jetspark-demo", show)
+            _run(writer, "jetspark-demo", listener)
+        spark.streams.removeListener(listener)
 
         # Dead letters: the same stream's records that are not valid JSON, exactly once.
         raw = _parsed(spark.readStream.format("jetkafka").options(**_source_options(

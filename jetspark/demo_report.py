@@ -44,14 +44,19 @@ def batch_of(progress: dict, topic: str, metrics_name: str = "jetkafka") -> Batc
                  end.get("partitions", {}).get(topic, {}))
 
 
-def progress_line(b: Batch, t0_ms: int) -> str:
-    """``batch 3: 250 rows, 1 late | W +95.0s | p0 +140.0s  p1 +95.0s  p2 +139.2s  p3 idle``."""
+def progress_line(b: Batch, t0_ms: int, slowest: tuple[str, int] | None = None) -> str:
+    """``batch 3: 250 rows, 1 late | W +95.0s | slowest p1 45.0 s behind | p0 +140.0s  p1 +95.0s  p3 idle``.
+
+    ``slowest``: the partition holding W back and how far (ms) its wm is behind the leading one's
+    (:attr:`jetspark.listener.BatchProgress.slowest`).
+    """
     def rel(ms: int | None) -> str:
         return "-" if ms is None else f"+{(ms - t0_ms) / 1000:.1f}s"
 
     parts = "  ".join(f"p{p} {rel(m.get('wm'))}{' idle' if m.get('idle') else ''}"
                       for p, m in sorted(b.partitions.items(), key=lambda kv: int(kv[0])))
-    return f"  batch {b.batch_id:>2}: {b.rows:>6} rows, {b.late} late | W {rel(b.watermark)} | {parts}"
+    slow = f"slowest p{slowest[0]} {slowest[1] / 1000:.1f} s behind | " if slowest else ""
+    return f"  batch {b.batch_id:>2}: {b.rows:>6} rows, {b.late} late | W {rel(b.watermark)} | {slow}{parts}"
 
 
 def reference_check(records: list[Record], got: dict[tuple[str, int, int], tuple], until_ms: int,

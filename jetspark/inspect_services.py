@@ -156,15 +156,17 @@ def wal_state(location: str) -> WalState:
     """Count and size the WAL, dedup and lease files under ``location``."""
     from jetspark.datasources.rabbitmq_dedup import DEDUP_DIR
     from jetspark.datasources.rabbitmq_lease import LEASE_DIR
-    from jetspark.datasources.rabbitmq_wal import SUFFIX, WAL_DIR
+    from jetspark.datasources.rabbitmq_wal import SUFFIX, WAL_DIR, WalRange
 
     root = location.removeprefix("file://")
     wal, names = _usage(os.path.join(root, WAL_DIR), SUFFIX)
     ranges = []
     for n in names:
-        fields = n[: -len(SUFFIX)].split("-")
-        if len(fields) == 3 and all(f.isdigit() for f in fields):
-            ranges.append((int(fields[0]), int(fields[1]), int(fields[2])))
+        try:
+            r = WalRange.from_file_name(n)
+        except ValueError:
+            continue
+        ranges.append((r.start, r.end, r.epoch))
     dedup, _ = _usage(os.path.join(root, DEDUP_DIR))
     lease, lease_names = _usage(os.path.join(root, LEASE_DIR), ".json")
     holder = None

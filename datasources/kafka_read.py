@@ -493,7 +493,9 @@ def scan_max_timestamps(
     if not todo:
         return out
     if use_native() if native is None else native:
-        with _pooled_consumer(kafka, True) as pooled:
+        # A range of a transactional topic ends with a marker: its end shows only as partition EOF,
+        # an empty fetch the broker holds fetch.wait.max.ms; partitions are scanned one by one.
+        with _pooled_consumer({"fetch.wait.max.ms": "10", **kafka}, True) as pooled:
             if isinstance(pooled, NativeConsumer):
                 out.update(_scan_native(pooled, todo, fail_on_data_loss=fail_on_data_loss,
                                         poll_timeout_ms=poll_timeout_ms, event_time=event_time))

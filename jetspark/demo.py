@@ -12,7 +12,8 @@ At the end it compares the table (windows closed by the final watermark) with a 
 reference over the on-time events, counts what Spark's own ``withWatermark("timestamp",
 lag)`` would have dropped on the same data (a second query over the whole topic, same
 batch size: rows at or below Spark's global watermark of their batch), and writes a report
-folder (``watermarks.png``, ``summary.md``). Tables stay in PostgreSQL for a look.
+folder (``watermarks.png``, ``summary.md``, and the windows query's ``checkpoint/`` for
+``jetspark inspect``). Tables stay in PostgreSQL for a look.
 
 On a cluster: ``jetspark demo --master spark://…``, or ``spark-submit --master spark://…
 scripts/jetspark_demo.py [options]`` (the executors need jetspark installed in the Python
@@ -43,6 +44,7 @@ from jetspark.demo_report import (
     write_report,
 )
 from jetspark.listener import BatchProgress, WatermarkListener
+from jetspark.redaction import redact_dsn
 
 NEEDED = ("kafka", "postgres")
 IDLE_TIMEOUT = "2 seconds"
@@ -165,7 +167,12 @@ def run_demo(args: argparse.Namespace) -> int:
         spark_dropped = sum(ts <= spark_wm[b] for b, stamps in seen.items() if spark_wm.get(b)
                             for ts in stamps)
         spark.stop()
-        shutil.rmtree(work, ignore_errors=True)  # checkpoints; the tables stay for a look
+        folder = Path(args.report_dir or f"reports/demo-{datetime.now():%Y%m%d-%H%M%S}")
+        folder.mkdir(parents=True, exist_ok=True)
+        checkpoint = folder / "checkpoint"  # the windows query's, for `jetspark inspect`
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        shutil.move(work / "windows", checkpoint)
+        shutil.rmtree(work, ignore_errors=True)  # the other checkpoints; the tables stay for a look
 
         until_ms = max(b.spark_watermark_ms for b in batches)
         with psycopg.connect(ep.pg_dsn) as conn:
@@ -196,9 +203,10 @@ def run_demo(args: argparse.Namespace) -> int:
             print("  " + line)
         for d in diffs:
             print("  difference: " + d)
-        folder = Path(args.report_dir or f"reports/demo-{datetime.now():%Y%m%d-%H%M%S}")
         for path in write_report(folder, batches, t0_ms, summary):
             print(f"report: {path}")
+        print(f"inspect: jetspark inspect {checkpoint} --kafka {ep.kafka_bootstrap} "
+              f"--pg '{redact_dsn(ep.pg_dsn)}'")
         print(f"check: {'PASSED' if ok else 'FAILED'}; done in {time.monotonic() - t_start:.1f} s")
         return 0 if ok else 1
     finally:

@@ -6,10 +6,13 @@
   a new generation; the broker requeues what the old channel held, so acks for an older
   generation are skipped (a tag is only valid on its own channel) and the redeliveries
   are deduplicated by the source.
-* pika's blocking connection answers heartbeats only while it is called. The driver's
-  reader sits idle between Spark's calls, so a daemon thread services the connection every
-  second (under the same lock as every other use), and every call checks the connection
-  and reconnects when the broker dropped it.
+* pika's blocking connection answers heartbeats and reads deliveries only while it is
+  called. The driver's reader sits idle between Spark's calls (while the batch runs on the
+  executors), so a daemon thread, the *pump*, services the connection in short slices
+  under the same lock as every other use: heartbeats are answered and deliveries are read
+  ahead into the buffer, up to the prefetch window, so decoding overlaps the batch. The
+  pump steps aside whenever a Spark call waits for the lock. Every call checks the
+  connection and reconnects when the broker dropped it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pika
@@ -29,6 +34,8 @@ from jetspark.errors import JetsparkError
 log = logging.getLogger(__name__)
 
 KEEPALIVE_INTERVAL_S = 1.0
+PUMP_SLICE_S = 0.02
+"""How long the pump holds the connection (and the lock) at a time."""
 _CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError)
 
 
@@ -66,6 +73,7 @@ class QueueConsumer:
         self._buffer: deque[Delivery] = deque()
         self._unacked: set[int] = set()
         self._lock = threading.RLock()
+        self._callers = 0  # Spark calls waiting for or holding the lock: the pump steps aside
         self._stop = threading.Event()
         self._keepalive: threading.Thread | None = None
 
@@ -76,7 +84,7 @@ class QueueConsumer:
 
     def ensure_open(self) -> None:
         """Service the connection; reconnect (new generation) when it is gone."""
-        with self._lock:
+        with self._held():
             if self.is_open:
                 try:
                     self._conn.process_data_events(time_limit=0)
@@ -158,21 +166,38 @@ class QueueConsumer:
         if conn is not None and conn.is_open:
             _close_quietly(conn)
 
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """The lock, for a Spark call: the pump yields it at its next slice."""
+        self._callers += 1
+        try:
+            with self._lock:
+                yield
+        finally:
+            self._callers -= 1
+
     def _keep_alive(self) -> None:
-        while not self._stop.wait(KEEPALIVE_INTERVAL_S):
-            if not self._lock.acquire(blocking=False):
+        """The pump: heartbeats, and deliveries read ahead while no Spark call needs the lock."""
+        while not self._stop.is_set():
+            if self._callers or not self._lock.acquire(timeout=KEEPALIVE_INTERVAL_S):
+                self._stop.wait(0.001)
                 continue
+            received = False
             try:
-                if self.is_open:
-                    self._conn.process_data_events(time_limit=0)
+                if self.is_open and not self._callers:
+                    before = len(self._buffer)
+                    self._conn.process_data_events(time_limit=PUMP_SLICE_S)
+                    received = len(self._buffer) > before
             except _CONNECTION_ERRORS:
                 pass  # the next call sees the closed connection and reconnects
             finally:
                 self._lock.release()
+            if not received:  # idle, or the prefetch window is full
+                self._stop.wait(0.05)
 
     def close(self) -> None:
         self._stop.set()
-        with self._lock:
+        with self._held():
             self._drop_connection()
 
     # -- consuming ----------------------------------------------------------------------
@@ -181,7 +206,7 @@ class QueueConsumer:
     ) -> list[Delivery]:
         """Up to ``max_count`` deliveries: those buffered plus what arrives without a pause
         longer than ``poll_timeout_s`` (``first_wait_s`` for the first one when none is buffered)."""
-        with self._lock:
+        with self._held():
             self.ensure_open()
             wait = poll_timeout_s if self._buffer or first_wait_s is None else first_wait_s
             try:
@@ -199,7 +224,7 @@ class QueueConsumer:
 
     def unfetch(self, deliveries: list[Delivery]) -> None:
         """Put deliveries back at the head of the buffer (same generation only)."""
-        with self._lock:
+        with self._held():
             for d in reversed(deliveries):
                 if d.generation == self.generation and d.tag in self._unacked:
                     self._buffer.appendleft(d)
@@ -210,7 +235,7 @@ class QueueConsumer:
     def count_ready(self) -> int:
         """Messages in the queue now. Anything this consumer holds is handed back first
         (the connection is closed, the broker requeues it), so the count is exact."""
-        with self._lock:
+        with self._held():
             self._drop_connection()
             conn, _, ready = self._open_channel()
             _close_quietly(conn)
@@ -222,7 +247,7 @@ class QueueConsumer:
         Deliveries of an older channel are skipped: the broker has requeued them. A lost
         connection is tolerated: the unacked ones come back and are deduplicated.
         """
-        with self._lock:
+        with self._held():
             tags = sorted(d.tag for d in deliveries if d.generation == self.generation)
             tags = [t for t in tags if t in self._unacked]
             if not tags or not self.is_open:

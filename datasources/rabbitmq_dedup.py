@@ -70,10 +70,9 @@ class _SortedIds:
     """Binary search over a segment's sorted IDs, straight on the Arrow buffers."""
 
     def __init__(self, table: pa.Table) -> None:
-        ids = table.column("id").combine_chunks()
-        self._ids = ids
-        self._times = table.column("committed_ms").combine_chunks()
-        self._n = len(ids)
+        self._ids = _single(table.column("id"))
+        self._times = _single(table.column("committed_ms"))
+        self._n = len(self._ids)
 
     def committed_ms(self, message_id: str) -> int | None:
         key = message_id
@@ -82,6 +81,12 @@ class _SortedIds:
         if i < self._n and ids[i].as_py() == key:
             return self._times[i].as_py()
         return None
+
+
+def _single(col: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its only chunk as it is (segments are written as one record
+    batch; ``combine_chunks`` would copy the whole mapped column)."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 class _Lazy(Sequence):

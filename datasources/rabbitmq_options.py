@@ -72,8 +72,9 @@ class RabbitMQOptions:
 
     @property
     def batch_limit(self) -> int:
-        """Deliveries taken per trigger when Spark imposes no limit."""
-        return self.max_messages_per_trigger or self.prefetch
+        """Deliveries taken per trigger when Spark imposes no limit: half the prefetch window
+        by default, so the next batch's deliveries arrive while a batch awaits its commit."""
+        return self.max_messages_per_trigger or max(1, self.prefetch // 2)
 
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None) -> RabbitMQOptions:
@@ -85,8 +86,8 @@ class RabbitMQOptions:
         wal = o.string("walLocation", required=True)
         max_msgs = o.integer("maxMessagesPerTrigger", None, minimum=1)
         prefetch = o.integer("prefetch", None, minimum=1)
-        if prefetch is None:
-            prefetch = max(10_000, max_msgs or 0)
+        if prefetch is None:  # room for the next batch while one waits for its commit
+            prefetch = max(10_000, 2 * (max_msgs or 0))
         if max_msgs is not None and max_msgs > prefetch:
             raise OptionError(
                 "maxMessagesPerTrigger", max_msgs,

@@ -17,7 +17,7 @@ def test_defaults():
     assert (o.message_id, o.on_missing_message_id, o.event_time, o.late_records) == (
         "message_id", "fail", "timestamp", "drop")
     assert o.dedup_retention_ms == 24 * 3_600_000
-    assert o.batch_limit == 10_000
+    assert o.batch_limit == 5_000
 
 
 def test_all_options_case_insensitive():
@@ -33,7 +33,9 @@ def test_all_options_case_insensitive():
 
 
 def test_prefetch_defaults_to_cover_the_trigger_limit():
-    assert RabbitMQOptions.parse({**BASE, "maxMessagesPerTrigger": "50000"}).prefetch == 50_000
+    assert RabbitMQOptions.parse({**BASE, "maxMessagesPerTrigger": "50000"}).prefetch == 100_000
+    default = RabbitMQOptions.parse(BASE)
+    assert default.batch_limit == 5_000  # the other half of the window fills during a batch
 
 
 def test_body_hash_message_id():

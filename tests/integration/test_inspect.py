@@ -163,3 +163,43 @@ def test_inspect_a_stopped_and_a_running_query(spark, kafka_bootstrap, kafka_top
         if gid is not None:
             with psycopg.connect(pg_dsn, autocommit=True) as conn:
                 conn.execute(f"ROLLBACK PREPARED '{gid}'")
+
+
+def test_inspect_a_stopped_jetrabbitmq_query(spark, amqp_url, rabbit_queue, tmp_path):
+    from jetspark.datasources.rabbitmq_source import RabbitMQDataSource
+    from tests.integration.scripts.rabbitmq_common import publish
+
+    spark.dataSource.register(RabbitMQDataSource)
+    n = 25
+    stamps = [1_700_000_000 + i for i in range(n)]
+    stamps[13] = 1_600_000_000  # far behind the watermark: late, dropped, counted in batch 1
+    publish(amqp_url, rabbit_queue, [f"m{i}" for i in range(n)], timestamps=stamps)
+    cp, wal = tmp_path / "cp", tmp_path / "wal"
+    query = (spark.readStream.format("jetrabbitmq").option("url", amqp_url).option("queue", rabbit_queue)
+             .option("walLocation", str(wal)).option("maxMessagesPerTrigger", "10").load()
+             .writeStream.format("noop").option("checkpointLocation", str(cp))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None
+    publish(amqp_url, rabbit_queue, ["later-1", "later-2"])
+
+    report = inspect(str(cp), last=0, amqp=amqp_url, queue=rabbit_queue, wal_location=str(wal))
+    assert report.errors == []
+    batches = report.checkpoint.batches
+    assert [b.batch_id for b in batches] == logged_batches(cp) == [0, 1, 2]
+    for b in batches:
+        logged = offset_log(cp, b.batch_id)
+        (source,) = b.sources
+        assert (source.seq, source.epoch, source.counts) == (logged["seq"], logged["epoch"], logged["counts"])
+        assert b.watermark == logged["watermark"]["watermark"]
+        assert b.partitions["queue"].max_ts == logged["watermark"]["partitions"]["queue"]["maxTs"]
+    assert [s.seq for b in batches for s in b.sources] == [10, 20, 25]
+    assert [b.late for b in batches] == [0, 1, 0]
+    # every batch taken was acked (the run ended asking for more), so the WAL is empty;
+    # the queue holds what came after; the lease file names the run's epoch
+    assert (report.queue.ready, report.queue.consumers, report.queue.unacked) == (2, 0, None)
+    assert (report.wal.wal.files, report.wal.wal_messages) == (0, 0)
+    assert report.wal.dedup.files >= 1 and report.wal.holder["epoch"] == batches[-1].sources[0].epoch == 1
+    text = report.text()
+    assert f"queue {rabbit_queue}: ready 2, unacked - (give the management API URL), consumers 0" in text
+    assert "lease  1 files; epoch 1 " in text

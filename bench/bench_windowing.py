@@ -1,29 +1,46 @@
-"""Benchmark: jetspark frame windowing vs Spark's window() and vs a plain-Spark frame query.
+"""Benchmark: jetspark frame windowing vs Spark's window(), a plain-Spark frame query and,
+streaming, Spark's cheapest stateful aggregation ("the floor").
 
 Same events for everyone (default 2 million, 1000 keys, 24 h of event time, written once
 as parquet, one file per hour, in time order with shuffled rows inside an hour). Sliding
 windows with a 1-minute slide and size = ratio × slide for ratio in 1, 10, 100; aggregates
-count, sum and max of a value. Runs alternate between the contenders; the best of
-``--repeat`` runs is reported, as events per second and ratios.
+count, sum and max of a value. Runs alternate between the contenders (order reversed
+every other repetition); the **median** of ``--repeat`` runs is the headline figure (the
+best is reported too), with wall seconds and the CPU seconds of the whole local Spark
+(JVM and Python workers: a figure that moves less than wall time on a loaded machine).
+The load average is printed with every figure.
 
 * ``spark-window``: ``groupBy(key, window(ts, size, slide)).agg(…)``
 * ``spark-frames`` (batch only; window functions do not run on streams): aggregate per
   (key, frame), complete the key × frame grid, combine with
   ``ROWS BETWEEN k-1 PRECEDING AND CURRENT ROW`` — exactly window()'s windows.
-* ``jetspark``: ``window_aggregate(…)``
+* ``spark-floor`` (streaming only): Spark's cheapest stateful streaming aggregation on the
+  same source and micro-batches — a built-in tumbling ``count`` per key over 1-minute
+  windows with the same watermark. Every stateful micro-batch pays at least this; the
+  bench prints ``window()`` / floor as the ceiling of any speed-up over ``window()`` and
+  jetspark's time per micro-batch over the floor's.
+* ``jetspark``: ``window_aggregate(…)``; not run by default: ``jetspark-python`` (batch,
+  ``engine="python"``: stage 1 in Python, no Spark-computed cells) and ``jetspark-aipws``
+  (streaming on ``applyInPandasWithState``).
+
+Where jetspark's time goes, batch (``--breakdown``, on by default): the query cut after
+each stage (``window_aggregate_stages``: input handed over, stage 1, shuffle, stage 2
+computed but dropped, output), each cut timed like the query; the increments are the
+stages' costs. Streaming: Spark's own per-micro-batch durations (``durationMs``) and the
+state operator's update/commit times from the query progress, averaged per micro-batch.
 
 Streaming: a file stream with ``maxFilesPerTrigger`` = each of ``--files-per-trigger``
 (default ``6,1``: 4 micro-batches of 6 h, then 24 of 1 h — the same split for every
 contender) and ``Trigger.AvailableNow``; the files carry a ``watermark`` column =
 greatest event time so far − 1 minute, which is what ``withWatermark("ts", "1 minute")``
-computes for Spark. Why two splits: a Spark micro-batch with a stateful operator has a
-fixed cost (driver bookkeeping, two stages, state store load/commit, ~0.7–1 s here even
-for Spark's own cheapest aggregation) that does not depend on the rows or the window
-size, while ``window()``'s cost grows with rows × windows per row; 24 small batches
-measure mostly that fixed cost, 4 larger ones the windowing work.
-Results go to the ``noop`` sink. A report is written to ``bench/reports/``.
+computes for Spark. Results go to the ``noop`` sink. A report (markdown and JSON) is
+written to ``bench/reports/``.
 
-    .venv/bin/python bench/bench_windowing.py [--events 2000000] [--repeat 2]
+The full comparison, for a quiet machine (about 25–35 min at 2 M events on 2 cores)::
+
+    .venv/bin/python bench/bench_windowing.py --ratios 1,10,100 --modes batch,stream --repeat 3
+
+Development (relative figures, under load): ``--events 500000 --ratios 100 --modes batch``.
 """
 
 from __future__ import annotations
@@ -119,7 +136,7 @@ def spark_frames(spark, df, ratio: int):
     )
 
 
-def jetspark(df, ratio: int, state_api: str):
+def jetspark(df, ratio: int, state_api: str = "transformWithStateInPandas", engine: str = "auto"):
     from jetspark.windowing import ops, sliding, window_aggregate
 
     return window_aggregate(
@@ -129,54 +146,144 @@ def jetspark(df, ratio: int, state_api: str):
         window=sliding(f"{ratio * SLIDE_S} seconds", f"{SLIDE_S} seconds"),
         aggs={"n": ops.count(), "total": ops.sum_("value"), "peak": ops.max_("value")},
         state_api=state_api,
+        engine=engine,
     )
 
 
-def run_batch(spark, data: Path, contender: str, ratio: int, state_api: str) -> float:
+def spark_floor(df):
+    """Spark's cheapest stateful streaming aggregation: tumbling 1-minute count per key."""
+    from pyspark.sql import functions as F
+
+    return df.groupBy("key", F.window("ts", f"{SLIDE_S} seconds")).agg(F.count("*").alias("n"))
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s() -> float:
+    """CPU seconds used so far by this process's descendants (the local Spark JVM and its
+    Python workers; reaped children count through their parents)."""
+    children: dict[int, list[tuple[int, int]]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # after the name: state ppid … utime stime cutime cstime at 11..14
+        children.setdefault(int(fields[1]), []).append((int(entry), sum(map(int, fields[11:15]))))
+    total, todo = 0, [os.getpid()]
+    while todo:
+        for pid, ticks in children.get(todo.pop(), []):
+            total += ticks
+            todo.append(pid)
+    return total / _TICK
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def timed(action) -> tuple[float, float, object]:
+    """(wall s, CPU s of the local Spark, action's result)."""
+    c0, t0 = tree_cpu_s(), time.perf_counter()
+    out = action()
+    return time.perf_counter() - t0, tree_cpu_s() - c0, out
+
+
+def _noop(df) -> None:
+    df.write.format("noop").mode("overwrite").save()
+
+
+def batch_query(spark, data: Path, contender: str, ratio: int):
     df = spark.read.parquet(str(data))
     if contender == "spark-window":
-        q = spark_window(df, ratio)
-    elif contender == "spark-frames":
-        q = spark_frames(spark, df, ratio)
-    else:
-        q = jetspark(df.drop("watermark"), ratio, state_api)
-    t0 = time.perf_counter()
-    q.write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - t0
+        return spark_window(df, ratio)
+    if contender == "spark-frames":
+        return spark_frames(spark, df, ratio)
+    engine = "python" if contender == "jetspark-python" else "auto"
+    return jetspark(df.drop("watermark"), ratio, engine=engine)
 
 
-def run_stream(spark, data: Path, contender: str, ratio: int, state_api: str, schema, fpt: int) -> float:
+def run_batch(spark, data: Path, contender: str, ratio: int) -> dict:
+    q = batch_query(spark, data, contender, ratio)
+    wall, cpu, _ = timed(lambda: _noop(q))
+    return {"wall": wall, "cpu": cpu}
+
+
+def batch_breakdown(spark, data: Path, ratio: int) -> dict[str, tuple[float, float]]:
+    """Cost of each stage of jetspark's static query: (wall s, CPU s) increments between
+    consecutive cuts of ``window_aggregate_stages``."""
+    from jetspark.windowing import ops, sliding
+    from jetspark.windowing.api import window_aggregate_stages
+
+    df = spark.read.parquet(str(data)).drop("watermark")
+    stages = window_aggregate_stages(
+        df, "key", "ts", sliding(f"{ratio * SLIDE_S} seconds", f"{SLIDE_S} seconds"),
+        {"n": ops.count(), "total": ops.sum_("value"), "peak": ops.max_("value")},
+    )  # fmt: skip
+    out, prev = {}, (0.0, 0.0)
+    for name, q in stages.items():
+        wall, cpu, _ = timed(lambda q=q: _noop(q))
+        out[name] = (wall - prev[0], cpu - prev[1])
+        prev = (wall, cpu)
+    return out
+
+
+_PROGRESS_MS = ("triggerExecution", "addBatch", "queryPlanning", "walCommit", "commitOffsets", "latestOffset")
+
+
+def run_stream(spark, data: Path, contender: str, ratio: int, schema, fpt: int) -> dict:
     src = spark.readStream.schema(schema).option("maxFilesPerTrigger", fpt).parquet(str(data))
     if contender == "spark-window":
         q = spark_window(src.withWatermark("ts", f"{LAG_S} seconds"), ratio)
+    elif contender == "spark-floor":
+        q = spark_floor(src.withWatermark("ts", f"{LAG_S} seconds"))
     else:
-        api = "applyInPandasWithState" if contender == "jetspark-aipws" else state_api
+        api = "applyInPandasWithState" if contender == "jetspark-aipws" else "transformWithStateInPandas"
         q = jetspark(src.withWatermark("watermark", "0 seconds"), ratio, api)
     ckpt = tempfile.mkdtemp(prefix="bench-ckpt-")
     try:
-        t0 = time.perf_counter()
-        sq = (
-            q.writeStream.format("noop")
-            .outputMode("append")
-            .option("checkpointLocation", ckpt)
-            .trigger(availableNow=True)
-            .start()
-        )
-        sq.awaitTermination()
-        elapsed = time.perf_counter() - t0
-        if sq.exception() is not None:
-            raise RuntimeError(str(sq.exception()))
-        return elapsed
+
+        def go():
+            sq = (
+                q.writeStream.format("noop")
+                .outputMode("append")
+                .option("checkpointLocation", ckpt)
+                .trigger(availableNow=True)
+                .start()
+            )
+            sq.awaitTermination()
+            if sq.exception() is not None:
+                raise RuntimeError(str(sq.exception()))
+            return sq.recentProgress
+
+        wall, cpu, progress = timed(go)
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)
+    data_batches = sum(1 for p in progress if p.get("numInputRows", 0) > 0)
+    per_batch = {k: statistics.fmean(p["durationMs"].get(k, 0) for p in progress) for k in _PROGRESS_MS}
+    ops_ = [o for p in progress for o in p.get("stateOperators", [])]
+    for k in ("allUpdatesTimeMs", "commitTimeMs", "allRemovalsTimeMs"):
+        per_batch[f"state.{k}"] = sum(o.get(k, 0) for o in ops_) / max(len(progress), 1)
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "batches": len(progress),
+        "data_batches": data_batches,
+        "ms_per_batch": 1000 * wall / max(data_batches, 1),
+        "progress_ms_per_batch": per_batch,
+    }
 
 
-def check_equal(spark, data: Path, ratio: int, state_api: str) -> None:
+def check_equal(spark, data: Path, ratio: int) -> None:
     """Before timing: ours agrees with Spark's window() on this data (batch; checksums)."""
     from pyspark.sql import functions as F
 
     df = spark.read.parquet(str(data))
-    a = jetspark(df.drop("watermark"), ratio, state_api)
+    a = jetspark(df.drop("watermark"), ratio, "transformWithStateInPandas")
     b = spark_window(df, ratio)
     ca = a.agg(F.count("*"), F.sum("n"), F.sum("total"), F.sum("peak")).first()
     cb = b.agg(F.count("*"), F.sum("n"), F.sum("total"), F.sum("peak")).first()
@@ -185,25 +292,27 @@ def check_equal(spark, data: Path, ratio: int, state_api: str) -> None:
         raise SystemExit(f"results differ at ratio {ratio}: ours {ca} vs window() {cb}")
 
 
+def _median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=2_000_000)
     ap.add_argument("--keys", type=int, default=1000)
     ap.add_argument("--ratios", default="1,10,100")
-    ap.add_argument("--modes", default="batch,streaming")
-    ap.add_argument("--repeat", type=int, default=2, help="runs per contender, batch")
-    ap.add_argument(
-        "--stream-repeat", type=int, default=2, help="runs per contender, streaming (first: cold workers)"
-    )
-    ap.add_argument("--state-api", default="transformWithStateInPandas")
+    ap.add_argument("--modes", default="batch,stream", help="batch and/or stream (alias: streaming)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per contender and mode (median reported)")
     ap.add_argument(
         "--files-per-trigger", default="6,1", help="hours of events per micro-batch (streaming), comma list"
     )
     ap.add_argument(
         "--contenders",
-        default="spark-window,spark-frames,jetspark,jetspark-aipws",
-        help="jetspark-aipws = jetspark streaming on applyInPandasWithState",
+        default="spark-window,spark-frames,spark-floor,jetspark",
+        help="spark-floor runs in streaming only, spark-frames in batch only; also: jetspark-aipws "
+        "(streaming on applyInPandasWithState), jetspark-python (batch, engine='python': stage 1 in Python)",
     )
+    ap.add_argument("--no-breakdown", action="store_true", help="skip the per-stage breakdown (batch)")
     ap.add_argument("--no-check", action="store_true")
     args = ap.parse_args()
 
@@ -219,65 +328,132 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     data = Path(tempfile.mkdtemp(prefix="bench-windowing-"))
     results: list[dict] = []
+    started = dt.datetime.now(dt.UTC)
+    load_start = os.getloadavg()
+    print("load average at the start: {:.2f} {:.2f} {:.2f}".format(*load_start), flush=True)
     try:
         generate(data, args.events, args.keys)
         schema = spark.read.parquet(str(data)).schema
         ratios = [int(r) for r in args.ratios.split(",")]
         contenders = args.contenders.split(",")
+        modes = ["stream" if m == "streaming" else m for m in args.modes.split(",")]
+        splits = [int(f) for f in args.files_per_trigger.split(",")]
         for ratio in ratios:
-            if not args.no_check:
-                check_equal(spark, data, ratio, args.state_api)
-            splits = [int(f) for f in args.files_per_trigger.split(",")]
-            runs = [(m, fpt) for m in args.modes.split(",") for fpt in ([None] if m == "batch" else splits)]
+            if not args.no_check and "batch" in modes:
+                check_equal(spark, data, ratio)
+            runs = [(m, fpt) for m in modes for fpt in ([None] if m == "batch" else splits)]
             for mode, fpt in runs:
-                skip = "jetspark-aipws" if mode == "batch" else "spark-frames"
-                names = [c for c in contenders if c != skip]
-                times: dict[str, list[float]] = {c: [] for c in names}
+                skip = (
+                    {"spark-floor", "jetspark-aipws"}
+                    if mode == "batch"
+                    else {"spark-frames", "jetspark-python"}
+                )
+                names = [c for c in contenders if c not in skip]
                 label = mode if fpt is None else f"{mode} {HOURS // fpt}×{fpt}h"
-                for rep in range(args.repeat if mode == "batch" else args.stream_repeat):
-                    order = names if rep % 2 == 0 else names[::-1]
-                    for c in order:
+                got: dict[str, list[dict]] = {c: [] for c in names}
+                breakdowns: list[dict] = []
+                for rep in range(args.repeat):
+                    for c in names if rep % 2 == 0 else names[::-1]:
                         if mode == "batch":
-                            s = run_batch(spark, data, c, ratio, args.state_api)
+                            r = run_batch(spark, data, c, ratio)
                         else:
-                            s = run_stream(spark, data, c, ratio, args.state_api, schema, fpt)
-                        times[c].append(s)
-                        print(f"ratio {ratio:>3} {label:18} {c:14} {s:7.2f} s", flush=True)
-                best = {c: min(v) for c, v in times.items()}
-                row = {
-                    "ratio": ratio,
-                    "mode": label,
-                    "seconds": best,
-                    "median_seconds": {c: statistics.median(v) for c, v in times.items()},
-                    "events_per_second": {c: args.events / s for c, s in best.items()},
-                }
-                if "jetspark" in best:
-                    row["speedup"] = {f"vs {c}": best[c] / best["jetspark"] for c in best if c != "jetspark"}
-                results.append(row)
-                print(json.dumps(row), flush=True)
+                            r = run_stream(spark, data, c, ratio, schema, fpt)
+                        r["load"] = load()
+                        got[c].append(r)
+                        extra = f" {r['ms_per_batch']:8.0f} ms/batch" if "ms_per_batch" in r else ""
+                        print(f"ratio {ratio:>3} {label:16} {c:15} {r['wall']:7.2f} s  cpu {r['cpu']:6.2f} s"
+                              f"{extra}  load {r['load']:.1f}", flush=True)  # fmt: skip
+                    if mode == "batch" and "jetspark" in names and not args.no_breakdown:
+                        b = batch_breakdown(spark, data, ratio)
+                        breakdowns.append(b)
+                        parts = ", ".join(f"{k} {w:.2f}/{c:.2f}" for k, (w, c) in b.items())
+                        print(f"  jetspark stages (wall/cpu s): {parts}", flush=True)
+                results.append(_summary(ratio, label, got, breakdowns, args.events))
+                print(json.dumps(results[-1]), flush=True)
     finally:
         shutil.rmtree(data, ignore_errors=True)
-    _report(args, results)
+    _report(args, results, started, load_start)
 
 
-def _report(args, results: list[dict]) -> None:
+def _summary(ratio: int, label: str, got: dict[str, list[dict]], breakdowns: list[dict], events: int) -> dict:
+    med = {c: _median(v, "wall") for c, v in got.items()}
+    row: dict = {
+        "ratio": ratio,
+        "mode": label,
+        "median_seconds": med,
+        "best_seconds": {c: min(r["wall"] for r in v) for c, v in got.items()},
+        "median_cpu_seconds": {c: _median(v, "cpu") for c, v in got.items()},
+        "events_per_second": {c: events / s for c, s in med.items()},
+        "load": [r["load"] for v in got.values() for r in v],
+        "runs": got,
+    }
+    if "jetspark" in med:
+        row["speedup"] = {f"vs {c}": med[c] / med["jetspark"] for c in med if c != "jetspark"}
+    if "spark-floor" in med:
+        per = {c: _median(v, "ms_per_batch") for c, v in got.items()}
+        row["median_ms_per_batch"] = per
+        if "spark-window" in med:
+            row["ceiling_vs_window"] = med["spark-window"] / med["spark-floor"]
+        if "jetspark" in per:
+            row["jetspark_over_floor"] = per["jetspark"] / per["spark-floor"]
+    if breakdowns:
+        row["jetspark_stages"] = {
+            k: {"wall": statistics.median(b[k][0] for b in breakdowns),
+                "cpu": statistics.median(b[k][1] for b in breakdowns)}
+            for k in breakdowns[0]
+        }  # fmt: skip
+    return row
+
+
+def _report(args, results: list[dict], started: dt.datetime, load_start: tuple) -> None:
+    end = os.getloadavg()
     lines = [
-        f"# bench_windowing — {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}",
+        f"# bench_windowing — {started.isoformat(timespec='seconds')}",
         "",
-        f"{args.events} events, {args.keys} keys, 24 h, slide 1 min, state API {args.state_api}, "
-        f"streaming micro-batches of {args.files_per_trigger} h of events, "
-        f"best of {args.repeat} (batch) / {args.stream_repeat} (streaming), {os.cpu_count()} cores, "
-        f"load average at the end {os.getloadavg()[0]:.1f}",
+        f"{args.events} events, {args.keys} keys, 24 h, slide 1 min; streaming micro-batches of "
+        f"{args.files_per_trigger} h of events; median of {args.repeat} alternating runs; "
+        f"{os.cpu_count()} cores; load average (1/5/15 min) at the start "
+        + "{:.2f}/{:.2f}/{:.2f}".format(*load_start)
+        + ", at the end {:.2f}/{:.2f}/{:.2f}".format(*end),
         "",
-        "| size/slide | mode | contender | seconds | events/s | jetspark speed-up |",
-        "|---:|---|---|---:|---:|---:|",
+        "| size/slide | mode | contender | median s | best s | CPU s | ms/micro-batch | events/s "
+        "| jetspark speed-up |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        for c, s in r["seconds"].items():
-            sp = "" if c == "jetspark" else f"{r.get('speedup', {}).get(f'vs {c}', float('nan')):.1f}×"
+        for c, s in r["median_seconds"].items():
+            sp = "" if c == "jetspark" else f"{r.get('speedup', {}).get(f'vs {c}', float('nan')):.2f}×"
+            mpb = r.get("median_ms_per_batch", {}).get(c)
             lines.append(
-                f"| {r['ratio']} | {r['mode']} | {c} | {s:.2f} | {r['events_per_second'][c]:,.0f} | {sp} |"
+                f"| {r['ratio']} | {r['mode']} | {c} | {s:.2f} | {r['best_seconds'][c]:.2f} | "
+                f"{r['median_cpu_seconds'][c]:.2f} | {'' if mpb is None else f'{mpb:.0f}'} | "
+                f"{r['events_per_second'][c]:,.0f} | {sp} |"
             )
+    stream = [r for r in results if "ceiling_vs_window" in r or "jetspark_over_floor" in r]
+    if stream:
+        lines += [
+            "",
+            "Streaming against the floor (Spark's tumbling count, same source and micro-batches):",
+            "",
+            "| size/slide | mode | ceiling = window() / floor | jetspark vs window() | jetspark / ceiling "
+            "| jetspark per micro-batch / floor's |",
+            "|---:|---|---:|---:|---:|---:|",
+        ]
+        for r in stream:
+            ceil = r.get("ceiling_vs_window")
+            sp = r.get("speedup", {}).get("vs spark-window")
+            frac = sp / ceil if ceil and sp else None
+            lines.append(
+                f"| {r['ratio']} | {r['mode']} | {_fmt(ceil, '×')} | {_fmt(sp, '×')} | {_fmt(frac, '')} "
+                f"| {_fmt(r.get('jetspark_over_floor'), '×')} |"
+            )
+    staged = [r for r in results if "jetspark_stages" in r]
+    if staged:
+        lines += ["", "Where jetspark's time goes (batch; median increments, wall s / CPU s):", ""]
+        for r in staged:
+            stages = r["jetspark_stages"].items()
+            parts = ", ".join(f"{k} {v['wall']:.2f} / {v['cpu']:.2f}" for k, v in stages)
+            lines.append(f"- size/slide {r['ratio']}: {parts}")
     text = "\n".join(lines) + "\n"
     out = Path(__file__).resolve().parent / "reports"
     out.mkdir(exist_ok=True)
@@ -285,6 +461,10 @@ def _report(args, results: list[dict]) -> None:
     (out / f"windowing-{stamp}.md").write_text(text)
     (out / f"windowing-{stamp}.json").write_text(json.dumps(results, indent=2))
     print(text)
+
+
+def _fmt(x: float | None, unit: str) -> str:
+    return "" if x is None else f"{x:.2f}{unit}"
 
 
 if __name__ == "__main__":

@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import BinaryType, DataType, LongType, StructField, StructType, TimestampType
 
-from .aggregate import AggregateError, AggregateOperation
-from .native import native_result
-from .plan import BUCKET, TS_TYPE, Plan
+from .aggregate import EVENT_TIME, AggregateError, AggregateOperation
+from .native import native_partial_fields, native_result
+from .plan import BUCKET, FRAME, TS_TYPE, Plan
 from .stage1 import BLOB, WATERMARK, stage1_function
 from .stage2 import WINDOW_END, WINDOW_START, output_schema_fields, step
 from .state import STATE_DDL, pandas_with_state_function, stateful_processor
@@ -67,7 +67,10 @@ def window_aggregate(
     query — fixed for the life of its checkpoint. ``state_api``: one of ``STATE_APIS``
     (``transformWithStateInPandas`` by default, see :mod:`.state` for why).
     ``engine``: ``"auto"`` lets static tumbling windows of built-in operations run as
-    Spark's native two-phase aggregation (see :mod:`.native`); ``"python"`` never does.
+    Spark's native two-phase aggregation (see :mod:`.native`), and static sliding windows
+    of operations Spark can accumulate (count, sum, mean, min, max, variance, stddev) take
+    their per-(key, frame) cells from Spark's aggregation, so only stage 2 runs in Python;
+    ``"python"`` never does either.
     """
     plan = Plan.build(key, time, window, aggs, deduct)
     missing = [c for c in plan.input_columns if c not in df.columns]
@@ -87,14 +90,7 @@ def window_aggregate(
     out_schema = StructType([*key_fields, *(_ddl(n, t) for n, t in output_schema_fields(plan))])
 
     if not df.isStreaming:
-        if heartbeat:
-            df = df.filter(~F.coalesce(F.col(heartbeat), F.lit(False)))
-        if engine == "auto":
-            native = _native_tumbling(df, plan, out_schema)
-            if native is not None:
-                return native
-        partials = df.select(*src_cols).mapInArrow(stage1_function(plan), StructType(partial_fields))
-        return partials.repartition(*plan.keys).mapInArrow(_batch_stage2(plan), out_schema)
+        return _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine)["output"]
 
     wm_col, delay_ms = _event_time_watermark(df)
     for extra in (wm_col, heartbeat):
@@ -128,6 +124,119 @@ def window_aggregate(
     return grouped.transformWithStateInPandas(
         stateful_processor(plan, stage2_schema, key_types), out_schema, "append", "EventTime"
     )
+
+
+def window_aggregate_stages(
+    df: DataFrame,
+    key: str | Sequence[str],
+    time: str,
+    window: WindowDefinition,
+    aggs: Mapping[str, AggregateOperation],
+    *,
+    deduct: bool = True,
+    engine: str = "auto",
+) -> dict[str, DataFrame]:
+    """The static query of :func:`window_aggregate` cut after each stage, for measuring
+    where its time goes (``bench/bench_windowing.py``): an ordered mapping from stage name
+    to a DataFrame computing the query up to and including that stage. ``"input"`` hands
+    the input rows over (to Python when stage 1 runs there); ``"stage2"`` computes every
+    window but drops it; the last entry, ``"output"``, is the query itself."""
+    if df.isStreaming:
+        raise AggregateError("window_aggregate_stages takes a static DataFrame")
+    if engine not in ("auto", "python"):
+        raise AggregateError(f"engine must be 'auto' or 'python', got {engine!r}")
+    plan = Plan.build(key, time, window, aggs, deduct)
+    key_fields = [df.schema[k] for k in plan.keys]
+    partial_fields = [*key_fields, *(_ddl(n, t) for n, t in plan.partial_spark_fields())]
+    out_schema = StructType([*key_fields, *(_ddl(n, t) for n, t in output_schema_fields(plan))])
+    heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
+    return _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine)
+
+
+_DRAIN_SCHEMA = StructType([StructField("__n", LongType(), True)])
+
+
+def _drain(batches):
+    for _ in batches:
+        pass
+    return iter(())
+
+
+def _batch_stages(
+    df: DataFrame,
+    plan: Plan,
+    heartbeat: str | None,
+    partial_fields: list[StructField],
+    out_schema: StructType,
+    engine: str,
+) -> dict[str, DataFrame]:
+    """The static query, stage by stage (see :func:`window_aggregate_stages`).
+
+    Three shapes, cheapest first: static tumbling windows of built-in operations are
+    Spark's own aggregation (:mod:`.native`); when Spark can compute every operation's
+    accumulator fields, stage 1 is Spark's aggregation per (key, frame) after the shuffle
+    by key and Python sees each cell once, in stage 2 (one Python round trip); otherwise
+    stage 1 runs in Python before the shuffle. There is no IPC packing in a static query:
+    stage 2 receives the partial rows as Arrow batches directly.
+    """
+    src_cols = list(plan.input_columns)
+    if heartbeat:
+        df = df.filter(~F.coalesce(F.col(heartbeat), F.lit(False)))
+    stages: dict[str, DataFrame] = {}
+    if engine == "auto":
+        native = _native_tumbling(df, plan, out_schema)
+        if native is not None:
+            stages["input"] = df.select(*src_cols)
+            stages["output"] = native
+            return stages
+        cells = _native_cells(df, plan, partial_fields)
+        if cells is not None:
+            shuffled, cells = cells
+            stages["input"] = df.select(*src_cols)
+            stages["shuffle"] = shuffled
+            stages["stage1"] = cells
+            stages["stage2"] = cells.mapInArrow(_batch_stage2(plan, emit=False), out_schema)
+            stages["output"] = cells.mapInArrow(_batch_stage2(plan), out_schema)
+            return stages
+    src = df.select(*src_cols)
+    stages["input"] = src.mapInArrow(_drain, _DRAIN_SCHEMA)
+    partials = src.mapInArrow(stage1_function(plan), StructType(partial_fields))
+    stages["stage1"] = partials
+    shuffled = partials.repartition(*plan.keys)
+    stages["shuffle"] = shuffled
+    stages["stage2"] = shuffled.mapInArrow(_batch_stage2(plan, emit=False), out_schema)
+    stages["output"] = shuffled.mapInArrow(_batch_stage2(plan), out_schema)
+    return stages
+
+
+def _native_cells(
+    df: DataFrame, plan: Plan, partial_fields: list[StructField]
+) -> tuple[DataFrame, DataFrame] | None:
+    """Stage 1 as Spark's aggregation per (key, frame), after the shuffle by key: (the
+    shuffled input, the partial cells) or None when an operation has no Spark form.
+
+    Shuffling the raw rows by key first keeps one exchange: the aggregation then needs no
+    second one (a partitioning by key satisfies grouping by key and frame), and the cells
+    of a key meet in one stage-2 partition."""
+    if plan.is_session:
+        return None
+    exprs: dict[str, Column] = {}
+    for i, op in enumerate(plan.ops):
+        if EVENT_TIME in op.inputs:
+            return None
+        fields = native_partial_fields(op)
+        if fields is None:
+            return None
+        for c, e in zip(plan.field_columns(i), fields, strict=True):
+            exprs.setdefault(c, e)
+    slide = plan.window.slide_us
+    t = F.unix_micros(F.col(plan.time))
+    frame = ((t - F.pmod(t, F.lit(slide))) / F.lit(slide)).cast("long")
+    inputs = [c for c in plan.input_columns if c != plan.time]
+    shuffled = df.select(*inputs, frame.alias(FRAME)).repartition(*plan.keys)
+    types = {f.name: f.dataType for f in partial_fields}
+    cells = shuffled.groupBy(*plan.keys, FRAME).agg(*(e.cast(types[c]).alias(c) for c, e in exprs.items()))
+    return shuffled, cells.select(*(f.name for f in partial_fields))
 
 
 def _native_tumbling(df: DataFrame, plan: Plan, out_schema: StructType) -> DataFrame | None:
@@ -164,13 +273,16 @@ def _event_time_watermark(df: DataFrame) -> tuple[str, int]:
     )
 
 
-def _batch_stage2(plan: Plan):
+def _batch_stage2(plan: Plan, *, emit: bool = True):
+    """Stage 2 of a static query: all partial rows of the partition, every window
+    (``emit`` false: computed, not returned — the breakdown's "stage2")."""
+
     def run(batches):
         tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
         if not tables:
             return
         res = step(plan, None, pa.concat_tables(tables), None, None)
-        if res is not None and res.output.num_rows:
+        if emit and res is not None and res.output.num_rows:
             yield from res.output.to_batches(max_chunksize=1 << 16)
 
     return run

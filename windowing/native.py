@@ -39,3 +39,32 @@ def native_result(op: AggregateOperation) -> Column | None:
     if t is ops.LinearIntercept:
         return F.regr_intercept(cols[1], cols[0])
     return None
+
+
+def _number(column: str) -> Column:
+    """A numeric input as Spark double with NaN as null (jetspark's numpy semantics)."""
+    x = F.col(column).cast("double")
+    return F.nanvl(x, F.lit(None).cast("double"))
+
+
+def native_partial_fields(op: AggregateOperation) -> tuple[Column, ...] | None:
+    """Spark aggregate expressions computing the op's accumulator fields over the rows of
+    one (key, frame) cell — what stage 1 computes in Python — or None.
+
+    Only for operations whose fields Spark computes directly; ``n`` counts the rows whose
+    inputs are all non-null, as :func:`.aggregate.accumulate_rows` does."""
+    t = type(op)
+    if t is ops.Count:
+        return (F.count(F.lit(1)) if not op.inputs else F.count(_number(op.inputs[0])),)
+    if t not in (ops.Sum, ops.Mean, ops.Min, ops.Max, ops.Variance, ops.StdDev):
+        return None
+    x = _number(op.inputs[0])
+    n = F.count(x)
+    if t in (ops.Sum, ops.Mean):
+        return n, F.coalesce(F.sum(x), F.lit(0.0))
+    if t is ops.Min:
+        return n, F.coalesce(F.min(x), F.lit(float("inf")))
+    if t is ops.Max:
+        return n, F.coalesce(F.max(x), F.lit(float("-inf")))
+    # Variance / StdDev: (n, mean, sum of squared deviations)
+    return n, F.coalesce(F.avg(x), F.lit(0.0)), F.coalesce(F.var_pop(x) * n, F.lit(0.0))

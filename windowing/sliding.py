@@ -87,7 +87,19 @@ def sliding_windows(
 
     out = []
     seg_flags = None
+    done: dict[tuple[int, str], np.ndarray] = {}  # shared columns are scanned once
     for op, acc in zip(ops, accs, strict=True):
+        if op.ufuncs is not None:
+            deducts = use_deduct and op.has_deduct
+            res = []
+            for f, (uf, col) in enumerate(zip(op.ufuncs, acc, strict=True)):
+                key = (id(col), uf.__name__)  # same window values with or without deduct
+                if key not in done:
+                    identity = op.create(1)[f][0]
+                    done[key] = _ufunc_windows(uf, col, identity, pos, total, i, k, deducts)
+                res.append(done[key])
+            out.append(tuple(res))
+            continue
         grid = op.create(total)
         for g, col in zip(grid, acc, strict=True):
             g[pos] = col
@@ -105,3 +117,38 @@ def sliding_windows(
             aligned = i % k == 0
             out.append(select(aligned, hi, op.combine(take(suf, i), hi)))
     return Windows(cells[starts[wseg]], j, out)
+
+
+def _ufunc_windows(
+    uf: np.ufunc,
+    col: np.ndarray,
+    identity,
+    pos: np.ndarray,
+    total: int,
+    i: np.ndarray,
+    k: int,
+    deducts: bool,
+) -> np.ndarray:
+    """One accumulator column of an operation whose combine is ``uf`` field-wise: its
+    value over the ``k`` grid cells starting at each ``i``.
+
+    ``add`` with deduct: differences of one running sum over the whole grid (cells
+    between segments are empty, so no restart is needed). Otherwise van Herk/Gil-Werman
+    on blocks of ``k`` (segments start at multiples of ``k``).
+    """
+    grid = np.full(total, identity, dtype=col.dtype)
+    grid[pos] = col
+    if deducts and uf is np.add:
+        run = np.empty(total + 1, dtype=col.dtype)
+        run[0] = 0
+        np.cumsum(grid, out=run[1:])
+        return run[i + k] - run[i]
+    nb = total // k
+    pre = uf.accumulate(grid.reshape(nb, k), axis=1).ravel()
+    # suffix scans inside blocks: prefix scans of the reversed grid (blocks stay aligned)
+    suf = uf.accumulate(grid[::-1].reshape(nb, k), axis=1).ravel()[::-1]
+    hi = pre[i + (k - 1)]
+    lo = suf[i]
+    if uf in (np.maximum, np.minimum, np.fmax, np.fmin):  # idempotent: uf(x, x) == x
+        return uf(lo, hi)
+    return np.where(i % k == 0, hi, uf(lo, hi))

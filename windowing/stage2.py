@@ -107,12 +107,27 @@ def merge(plan: Plan, table: pa.Table) -> Cells:
     gid, ng, first = pair_groups(kc, frame)
     if ng != len(gid):
         accs = [reduce_groups(op, a, gid, ng) for op, a in zip(plan.ops, accs, strict=True)]
-    else:
-        accs = [take(a, first) for a in accs]
-    ckc, cframe = kc[first], frame[first]
-    order = np.lexsort((cframe, ckc))
-    rows = first[order]
-    return Cells(keys.take(rows), ckc[order], {FRAME: cframe[order]}, [take(a, order) for a in accs])
+        kc, frame = kc[first], frame[first]
+    else:  # already one row per (key, frame): e.g. Spark aggregated them (static queries)
+        first = None
+    order = np.lexsort((frame, kc))
+    rows = order if first is None else first[order]
+    return Cells(keys.take(rows), kc[order], {FRAME: frame[order]}, take_shared(accs, order))
+
+
+def take_shared(accs: list, idx: np.ndarray) -> list:
+    """``take`` of every accumulator batch; arrays shared between operations (fields
+    stored once, see :class:`.aggregate.Field`) stay shared, and are taken once."""
+    done: dict[int, np.ndarray] = {}
+    out = []
+    for acc in accs:
+        cols = []
+        for c in acc:
+            if id(c) not in done:
+                done[id(c)] = c[idx]
+            cols.append(done[id(c)])
+        out.append(tuple(cols))
+    return out
 
 
 def emit(plan: Plan, cells: Cells, emitted_us: int | None, watermark_us: int | None) -> pa.Table:

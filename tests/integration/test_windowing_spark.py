@@ -378,3 +378,36 @@ def test_window_ending_exactly_at_the_watermark_is_emitted_as_by_spark(spark, tm
             assert max(_us(dt.datetime.fromisoformat(p["eventTime"]["watermark"])) for p in theirs_prog) == wm
             theirs = rows_by_window(spark.read.schema(out_ddl).parquet(str(run / "theirs")).collect())
             assert theirs == ours
+
+
+NATIVE_CELL_AGGS = {k: AGGS[k] for k in ("n", "s", "m", "lo", "hi", "var", "sd")}
+
+
+def _python_stages(df) -> int:
+    """Number of Python map-in-Arrow operators in the executed plan."""
+    df.collect()
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return plan.split("== Initial Plan ==")[0].count("MapInArrow")  # the final adaptive plan
+
+
+@pytest.mark.parametrize("deduct", [True, False])
+def test_static_sliding_with_spark_computed_cells_equals_spark_window_and_reference(
+    spark, static_events, deduct
+):
+    """Built-in operations Spark can accumulate: stage 1 is Spark's aggregation per
+    (key, frame) and Python runs once (stage 2); the Python engine runs both stages.
+    Both equal window() and the reference."""
+    df, evs = static_events
+    window = sliding("30 seconds", "10 seconds")
+    theirs = rows_by_window(
+        spark_windowed(df, F.window("ts", "30 seconds", "10 seconds"), "window").collect()
+    )
+    ref = reference_windows(evs, window, NATIVE_CELL_AGGS)
+    for engine, python_stages in (("auto", 1), ("python", 2)):
+        q = window_aggregate(
+            df, key="k", time="ts", window=window, aggs=NATIVE_CELL_AGGS, deduct=deduct, engine=engine
+        )
+        assert _python_stages(q) == python_stages
+        ours = rows_by_window(q.collect())
+        assert_same(ours, theirs, names=list(NATIVE_CELL_AGGS))
+        assert_same(ours, ref)

@@ -28,8 +28,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from jetspark.errors import JetsparkError
+
+if TYPE_CHECKING:
+    from jetspark.inspect_report import Report
 
 JETKAFKA, JETRABBITMQ, OTHER = "jetkafka", "jetrabbitmq", "other"
 
@@ -278,9 +282,9 @@ def slowest_of(partitions: Mapping[str, PartitionState]) -> tuple[str, int] | No
     return label, max(live.values()) - live[label]  # type: ignore[operator]
 
 
-def inspect(checkpoint: str, **services):
+def inspect(checkpoint: str, **services: object) -> Report:
     """``jetspark inspect`` as a function: a :class:`jetspark.inspect_report.Report` of
     ``checkpoint`` (keyword arguments: see :func:`jetspark.inspect_report.inspect`)."""
     from jetspark.inspect_report import inspect as run
 
-    return run(checkpoint, **services)
+    return run(checkpoint, **services)  # type: ignore[arg-type]

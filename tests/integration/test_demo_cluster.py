@@ -58,7 +58,7 @@ def test_demo_submitted_to_a_cluster_equals_the_local_run(spark_master, kafka_bo
         [sys.executable, "-m", "jetspark.cli", "demo", *args, "--report-dir", str(tmp_path / "local")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert local.returncode == 0, local.stdout[-4000:] + local.stderr[-4000:]
-    assert "spark: local[2]" in local.stdout
+    assert re.findall(r"^spark: (.*)$", local.stdout, re.M) == ["local[2]"], local.stdout[-3000:]
 
     submit = Path(sys.executable).parent / "spark-submit"
     submitted = time.time() - 1
@@ -67,7 +67,7 @@ def test_demo_submitted_to_a_cluster_equals_the_local_run(spark_master, kafka_bo
          str(ROOT / "scripts" / "jetspark_demo.py"), *args, "--report-dir", str(tmp_path / "cluster")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert cluster.returncode == 0, cluster.stdout[-4000:] + cluster.stderr[-4000:]
-    assert f"spark: {spark_master}" in cluster.stdout
+    assert re.findall(r"^spark: (.*)$", cluster.stdout, re.M) == [spark_master], cluster.stdout[-3000:]
     # the executors' read tasks used the native reader, on confluent-kafka's librdkafka
     logs = _executor_logs(submitted)
     assert f"jetkafka reader: native (librdkafka {confluent_kafka.libversion()[0]})" in logs, logs[-3000:]

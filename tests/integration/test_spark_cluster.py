@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -26,4 +28,4 @@ def test_cluster_output_equals_local_output(spark_master, tmp_path):
     assert cluster_rows.select(["id", "square"]).equals(local_rows.select(["id", "square"]))
     assert cluster_rows.num_rows == 20_000
     # Really distributed: two executors (plus the driver) and Python workers in them.
-    assert "EXECUTORS 3" in cluster_run.output, cluster_run.output[-3000:]
+    assert re.findall(r"^EXECUTORS (\d+)$", cluster_run.output, re.M) == ["3"], cluster_run.output[-3000:]

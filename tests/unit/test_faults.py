@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from tests.faults_harness import run_script
@@ -32,7 +33,7 @@ def test_armed_point_kills_process_group_at_nth_hit(tmp_path):
 
     run = run_script(_script(tmp_path), fault="demo.step@2", state_dir=tmp_path)
     assert run.killed
-    assert "before 1" in run.output and "before 2" not in run.output
+    assert re.findall(r"^before (\d+)$", run.output, re.M) == ["0", "1"], run.output
     child = int(run.output.split("child ")[1].split()[0])
     # The grandchild was in the same process group: it is gone too (or a reaped zombie).
     try:
@@ -57,7 +58,7 @@ def test_worker_scope_kills_only_the_hitting_process(tmp_path):
         print("worker exit", rc, flush=True)
     """))
     run = run_script(path, fault="task.step:worker", state_dir=tmp_path).check_ok()
-    assert "worker exit -9" in run.output
+    assert re.findall(r"^worker exit (-?\d+)$", run.output, re.M) == ["-9"], run.output
 
 
 def test_driver_scope_reaches_processes_in_another_group_of_the_session(tmp_path):

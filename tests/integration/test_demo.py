@@ -39,6 +39,7 @@ def expected_run(start_ms: int) -> tuple[int, int, int]:
     return min(r.ts for r in records), final_w, sum(start + WINDOW_MS <= final_w for _, start in windows)
 
 
+@pytest.mark.timeout(900)  # the demo subprocess alone may take its 300 s
 def test_demo_short_mode_passes_its_check_and_writes_the_report(kafka_bootstrap, pg_dsn, pg_schema, tmp_path):
     report = tmp_path / "report"
     start_ms = int(time.time() * 1000) - (DURATION_S + 120) * 1000  # recent: Kafka's retention keeps it

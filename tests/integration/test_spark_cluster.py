@@ -22,6 +22,7 @@ def _run(master: str, tmp_path, name: str):
     return run, table
 
 
+@pytest.mark.timeout(900)  # a cluster start and two query scripts (300 s each)
 def test_cluster_output_equals_local_output(spark_master, tmp_path):
     _local_run, local_rows = _run("local[2]", tmp_path, "local")
     cluster_run, cluster_rows = _run(spark_master, tmp_path, "cluster")

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap test demo demo-cluster lint services-up services-env services-down bench
+.PHONY: bootstrap test soak demo demo-cluster lint services-up services-env services-down bench
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -12,6 +12,10 @@ bootstrap:
 test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Long runs at production scale (tests marked soak), not part of `make test`.
+soak: bootstrap
+	$(BIN)/pytest -m soak tests/soak $(PYTEST_ARGS)
 
 demo: bootstrap
 	$(BIN)/jetspark demo $(DEMO_ARGS)

@@ -207,3 +207,13 @@ def test_query_restarted_in_the_same_application_takes_the_lease_back(
     assert sorted(seen.ids()) == ["a", "b", "c"]
     leases = sorted(p.name for p in (tmp_path / "wal" / "lease").iterdir())
     assert len(leases) == 2  # one per run: the second took over a released lease
+
+
+def test_available_now_runs_one_after_another_in_one_application(rspark, amqp_url, rabbit_queue, tmp_path):
+    """A query that ends by itself (Trigger.AvailableNow) leaves the lease to the next run."""
+    seen = Collector()
+    for ids in (["a", "b"], ["c"], []):
+        publish(amqp_url, rabbit_queue, ids)
+        query = _run(_stream(rspark, amqp_url, rabbit_queue, tmp_path), tmp_path, seen, available_now=True)
+        assert query.exception() is None
+    assert sorted(seen.ids()) == ["a", "b", "c"]

@@ -7,7 +7,7 @@ subclassing :class:`AggregateOperation` (see :mod:`.aggregate`).
 
 from . import ops
 from .aggregate import EVENT_TIME, AggregateError, AggregateOperation, Field
-from .api import STATE_APIS, window_aggregate
+from .api import NULL_TIME_METRIC, STATE_APIS, window_aggregate
 from .windows import (
     SessionWindow,
     SlidingWindow,
@@ -19,6 +19,7 @@ from .windows import (
 
 __all__ = [
     "EVENT_TIME",
+    "NULL_TIME_METRIC",
     "STATE_APIS",
     "AggregateError",
     "AggregateOperation",

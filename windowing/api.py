@@ -18,6 +18,12 @@ window is emitted exactly once (append mode), when Spark's event-time watermark 
 its end; the DataFrame must carry a watermark (``withWatermark`` on the source's
 ``watermark`` column). Heartbeat rows (column ``heartbeat`` true) are dropped. On a
 static DataFrame every window is returned.
+
+Rows whose event time is null belong to no window (as with Spark's ``window()`` and
+``session_window()``) and are counted: a streaming query reports them per micro-batch as
+the observed metric ``jetspark_null_event_time`` (``{"rows": n}`` in
+``query.lastProgress["observedMetrics"]``); a static query counts them into the
+``Observation`` passed as ``observation`` (``observation.get["rows"]``).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import BinaryType, DataType, LongType, StructField, StructType, TimestampType
@@ -41,6 +47,8 @@ from .windows import WindowDefinition
 HEARTBEAT = "heartbeat"
 _DELAY_KEY = "spark.watermarkDelayMs"
 STATE_APIS = ("transformWithStateInPandas", "applyInPandasWithState")  # default first
+#: Name of the observed metric counting rows with a null event time (streaming).
+NULL_TIME_METRIC = "jetspark_null_event_time"
 DEFAULT_BUCKETS = 16
 
 
@@ -59,6 +67,7 @@ def window_aggregate(
     buckets: int = DEFAULT_BUCKETS,
     state_api: str = STATE_APIS[0],
     engine: str = "auto",
+    observation: Observation | None = None,
 ) -> DataFrame:
     """Aggregate ``df`` per key over sliding, tumbling or session windows of ``time``.
 
@@ -70,7 +79,10 @@ def window_aggregate(
     Spark's native two-phase aggregation (see :mod:`.native`), and static sliding windows
     of operations Spark can accumulate (count, sum, mean, min, max, variance, stddev) take
     their per-(key, frame) cells from Spark's aggregation, so only stage 2 runs in Python;
-    ``"python"`` never does either.
+    ``"python"`` never does either. ``observation`` (static only): a
+    ``pyspark.sql.Observation`` that receives ``{"rows": <rows with a null event time>}``
+    once the result is computed; a streaming query reports that count as the observed
+    metric ``jetspark_null_event_time`` instead.
     """
     plan = Plan.build(key, time, window, aggs, deduct)
     missing = [c for c in plan.input_columns if c not in df.columns]
@@ -82,6 +94,11 @@ def window_aggregate(
         raise AggregateError(f"engine must be 'auto' or 'python', got {engine!r}")
     if not isinstance(buckets, int) or buckets < 1:
         raise AggregateError(f"buckets must be a positive integer, got {buckets!r}")
+    if observation is not None and df.isStreaming:
+        raise AggregateError(
+            "observation is for static DataFrames; a streaming query reports rows with a null "
+            f"event time as the observed metric {NULL_TIME_METRIC!r} in its progress"
+        )
 
     src_cols = list(plan.input_columns)
     heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
@@ -90,7 +107,8 @@ def window_aggregate(
     out_schema = StructType([*key_fields, *(_ddl(n, t) for n, t in output_schema_fields(plan))])
 
     if not df.isStreaming:
-        return _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine)["output"]
+        stages = _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine, observation)
+        return stages["output"]
 
     wm_col, delay_ms = _event_time_watermark(df)
     for extra in (wm_col, heartbeat):
@@ -110,6 +128,9 @@ def window_aggregate(
     arrow_packed = pa.schema([(BLOB, pa.binary()), (BUCKET, pa.int64()), (WATERMARK, TS_TYPE)])
     stage1 = stage1_function(plan, wm_col, heartbeat, arrow_packed, bucket_column=BUCKET)
     bucket = F.pmod(F.xxhash64(*plan.keys), F.lit(buckets))
+    # rows with a null event time are counted here and dropped by stage 1 (after it has
+    # read their watermark column)
+    df = df.observe(NULL_TIME_METRIC, _null_time_count(plan.time, heartbeat))
     partials = df.select(*src_cols).withColumn(BUCKET, bucket).mapInArrow(stage1, packed_schema)
     key_types = {f.name: to_arrow_type(f.dataType, timezone="UTC") for f in key_fields}
     grouped = partials.groupBy(BUCKET)
@@ -135,6 +156,7 @@ def window_aggregate_stages(
     *,
     deduct: bool = True,
     engine: str = "auto",
+    observation: Observation | None = None,
 ) -> dict[str, DataFrame]:
     """The static query of :func:`window_aggregate` cut after each stage, for measuring
     where its time goes (``bench/bench_windowing.py``): an ordered mapping from stage name
@@ -150,7 +172,15 @@ def window_aggregate_stages(
     partial_fields = [*key_fields, *(_ddl(n, t) for n, t in plan.partial_spark_fields())]
     out_schema = StructType([*key_fields, *(_ddl(n, t) for n, t in output_schema_fields(plan))])
     heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
-    return _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine)
+    return _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine, observation)
+
+
+def _null_time_count(time: str, heartbeat: str | None) -> Column:
+    """Rows with a null event time (heartbeat rows carry none and are not counted)."""
+    null = F.col(time).isNull()
+    if heartbeat is not None:
+        null = null & ~F.coalesce(F.col(heartbeat), F.lit(False))
+    return F.count(F.when(null, F.lit(1))).alias("rows")
 
 
 _DRAIN_SCHEMA = StructType([StructField("__n", LongType(), True)])
@@ -169,6 +199,7 @@ def _batch_stages(
     partial_fields: list[StructField],
     out_schema: StructType,
     engine: str,
+    observation: Observation | None = None,
 ) -> dict[str, DataFrame]:
     """The static query, stage by stage (see :func:`window_aggregate_stages`).
 
@@ -180,8 +211,11 @@ def _batch_stages(
     stage 2 receives the partial rows as Arrow batches directly.
     """
     src_cols = list(plan.input_columns)
+    if observation is not None:
+        df = df.observe(observation, _null_time_count(plan.time, heartbeat))
     if heartbeat:
         df = df.filter(~F.coalesce(F.col(heartbeat), F.lit(False)))
+    df = df.filter(F.col(plan.time).isNotNull())  # in no window, as with Spark's window()
     stages: dict[str, DataFrame] = {}
     if engine == "auto":
         native = _native_tumbling(df, plan, out_schema)

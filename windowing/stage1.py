@@ -37,8 +37,13 @@ def _partial_table(plan: Plan, keys: pa.Table, positions: dict[str, np.ndarray],
 
 
 def accumulate_events(plan: Plan, table: pa.Table) -> pa.Table:
-    """Raw event rows → partial table (one row per (key, frame) or local session)."""
-    t = time_to_us(table.column(plan.time))
+    """Raw event rows → partial table (one row per (key, frame) or local session); rows
+    with a null event time belong to no window and are skipped."""
+    time_col = table.column(plan.time)
+    if time_col.null_count:
+        table = table.filter(pc.is_valid(time_col))
+        time_col = table.column(plan.time)
+    t = time_to_us(time_col)
     kc = key_codes(table, plan.keys)
     key_table = table.select(list(plan.keys))
     if plan.is_session:

@@ -411,3 +411,83 @@ def test_static_sliding_with_spark_computed_cells_equals_spark_window_and_refere
         ours = rows_by_window(q.collect())
         assert_same(ours, theirs, names=list(NATIVE_CELL_AGGS))
         assert_same(ours, ref)
+
+
+def _with_null_times(batches, seed: int):
+    """The batches with every 7th event's time set to null (the rest unchanged); also the
+    number of such rows."""
+    rng = np.random.default_rng(seed)
+    out, nulls = [], 0
+    for b in batches:
+        b = dict(b)
+        null = rng.random(len(b["ts"])) < 1 / 7
+        b["ts"] = [None if z else int(t) for t, z in zip(b["ts"], null, strict=True)]
+        nulls += int(null.sum())
+        out.append(b)
+    return out, nulls
+
+
+def _events_with_times(batches) -> list:
+    return events_of([{**b, "ts": [t for t in b["ts"] if t is not None],
+                       **{c: [v for v, t in zip(b[c], b["ts"], strict=True) if t is not None]
+                          for c in ("k", "x", "y", "heartbeat")}} for b in batches])  # fmt: skip
+
+
+def test_static_rows_with_a_null_event_time_are_in_no_window_and_counted(spark, tmp_path):
+    """As Spark's window()/session_window(): null event times are left out — on every
+    static path (Spark's tumbling aggregation, Spark-computed cells, Python stage 1,
+    sessions) — and the Observation counts them."""
+    from pyspark.sql import Observation
+
+    batches, nulls = _with_null_times(make_batches(seed=7, batches=3, rows=200), seed=1)
+    for i, b in enumerate(batches):
+        write_batch(tmp_path, i, b)
+    df = spark.read.parquet(str(tmp_path)).withColumn("x", F.nanvl("x", F.lit(None)))
+    assert nulls > 0 and df.where(F.col("ts").isNull()).count() == nulls
+    evs = _events_with_times(batches)
+    cases = [
+        (tumbling("15 seconds"), F.window("ts", "15 seconds"), "window", NATIVE_CELL_AGGS, "auto"),
+        (sliding("30 seconds", "10 seconds"), F.window("ts", "30 seconds", "10 seconds"), "window",
+         NATIVE_CELL_AGGS, "auto"),
+        (sliding("30 seconds", "10 seconds"), F.window("ts", "30 seconds", "10 seconds"), "window", AGGS,
+         "python"),
+        (session("4 seconds"), F.session_window("ts", "4 seconds"), "session_window", AGGS, "auto"),
+    ]  # fmt: skip
+    for window, spark_window_col, name, aggs, engine in cases:
+        obs = Observation(f"nulls_{len(aggs)}_{engine}_{name}_{id(window)}")
+        ours = rows_by_window(
+            window_aggregate(df, key="k", time="ts", window=window, aggs=aggs, engine=engine,
+                             observation=obs).collect()
+        )  # fmt: skip
+        theirs = rows_by_window(spark_windowed(df, spark_window_col, name).collect())
+        assert_same(ours, theirs, names=list(aggs))
+        assert_same(ours, reference_windows(evs, window, aggs))
+        assert obs.get == {"rows": nulls}
+
+
+def test_streaming_rows_with_a_null_event_time_are_in_no_window_and_reported(spark, tmp_path):
+    """A streaming query keeps running on null event times, leaves those rows out as
+    Spark's window() does, and reports them per micro-batch as an observed metric."""
+    from jetspark.windowing import NULL_TIME_METRIC
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    batches, nulls = _with_null_times(make_batches(seed=13, batches=4, rows=150), seed=2)
+    for i, b in enumerate(batches):
+        write_batch(folder, i, b)
+    schema = spark.read.parquet(str(folder)).schema
+    window = sliding("30 seconds", "10 seconds")
+    theirs_q = _theirs(F.window("ts", "30 seconds", "10 seconds"), "window")
+    theirs_prog = _stream(spark, folder, schema, theirs_q, tmp_path / "theirs", tmp_path / "ck_theirs")
+    spark_wm = _us(dt.datetime.fromisoformat(theirs_prog[-1]["eventTime"]["watermark"]))
+    final_wm = max(t for b in batches for t in b["ts"] if t is not None) + 60 * SEC
+    write_batch(folder, len(batches), heartbeat(final_wm))
+    prog = _stream(
+        spark, folder, schema, _ours(window, STATE_APIS[0]), tmp_path / "ours", tmp_path / "ck_ours"
+    )
+    ours = rows_by_window(_read(spark, tmp_path / "ours"))
+    theirs = rows_by_window(_read(spark, tmp_path / "theirs"))
+    assert_same({w: r for w, r in ours.items() if w[2] <= spark_wm}, theirs)
+    assert_same(ours, reference_windows(_events_with_times(batches), window, AGGS))
+    per_batch = [p["observedMetrics"][NULL_TIME_METRIC]["rows"] for p in prog if p["numInputRows"]]
+    assert sum(per_batch) == nulls and len([n for n in per_batch if n]) == len(batches)

@@ -156,3 +156,24 @@ def test_session_touching_the_watermark_stays_open_and_merges() -> None:
     r3 = step(plan, r2.state, None, 100 * SEC, 102 * SEC)
     out = r3.output.to_pylist()
     assert [(r["window_start"].second, r["window_end"].second, r["n"]) for r in out] == [(39, 41, 2)]
+
+
+@pytest.mark.parametrize("window", [sliding(20_000, 10_000), session(5_000)])
+def test_stage1_leaves_rows_with_a_null_event_time_out_and_keeps_their_watermark(window) -> None:
+    """As Spark's window()/session_window(): a row without an event time is in no window
+    (it used to fail the query); its watermark column still counts."""
+    plan = Plan.build("k", "ts", window, {"n": ops.count(), "s": ops.sum_("x")})
+    ts = pa.timestamp("us", tz="UTC")
+    rows = {
+        "k": ["a", "a", "b", "a"],
+        "ts": pa.array([1 * SEC, None, 3 * SEC, 12 * SEC], pa.int64()).cast(ts),
+        "x": [1.0, 100.0, 2.0, 4.0],
+        "watermark": pa.array([1 * SEC, 30 * SEC, 2 * SEC, 3 * SEC], pa.int64()).cast(ts),
+    }
+    table = pa.table(rows)
+    valid = table.filter(pa.array([True, False, True, True]))
+    assert accumulate_events(plan, table).equals(accumulate_events(plan, valid))
+    out = pa.Table.from_batches(list(stage1_function(plan, "watermark")(iter(table.to_batches()))))
+    assert sum(out.column("__s0_count").to_pylist()) == 3
+    assert sum(out.column("__a1_s").to_pylist()) == 7.0
+    assert out.column("__wm").cast(pa.int64()).to_pylist()[0] == 30 * SEC

@@ -4,11 +4,12 @@ One topic (default 5 million records of ~100 bytes, 8 partitions; created and fi
 reused by later runs with the same size) is read from earliest to a ``noop`` sink with
 ``Trigger.AvailableNow`` by ``format("jetkafka")`` and by ``format("kafka")``
 (spark-sql-kafka from Maven Central, see ``jetspark.maven``), in one Spark session,
-alternating which goes first; the best of ``--repeat`` runs of each is reported as records
-per second and their ratio. The ceiling is one plain confluent-kafka consumer reading the
-same topic in this Python process (touching each value), the raw rate Python gets.
+alternating which goes first; the median of ``--repeat`` runs of each is reported as
+records per second, with their ratio and the load average. The ceiling is one plain
+confluent-kafka consumer reading the same topic in this Python process (touching each
+value), the raw rate Python gets.
 
-    .venv/bin/python bench/bench_jetkafka.py [--records 5000000] [--partitions 8] [--repeat 2]
+    .venv/bin/python bench/bench_jetkafka.py [--records 5000000] [--partitions 8] [--repeat 3]
         [--reader native|confluent]
 
 jetkafka reads through its native librdkafka → Arrow reader when built (else, or with
@@ -20,19 +21,12 @@ Endpoint: ``JETSPARK_KAFKA_BOOTSTRAP`` or jetspark's service discovery. A report
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
-ROOT = Path(__file__).resolve().parent.parent
+from kafka_bench import ROOT, alternate, kafka_bootstrap, parser, summary, worker_reader, write_report
 
 
 def ensure_topic(bootstrap: str, records: int, partitions: int, value_bytes: int) -> str:
@@ -83,95 +77,36 @@ def plain_consumer_rate(bootstrap: str, topic: str, partitions: int, records: in
     return n / elapsed
 
 
-def spark_rate(spark, fmt: str, bootstrap: str, topic: str, records: int, workdir: Path) -> float:
-    checkpoint = workdir / f"ck-{fmt}-{time.monotonic_ns()}"
-    df = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
-          .option("subscribe", topic).option("startingOffsets", "earliest").load())
-    t0 = time.monotonic()
-    query = (df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    elapsed = time.monotonic() - t0
-    if query.exception() is not None:
-        raise RuntimeError(f"{fmt}: {query.exception()}")
-    read = sum(p["numInputRows"] for p in query.recentProgress)
-    if read != records:
-        raise RuntimeError(f"{fmt} read {read} rows, expected {records}")
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    return records / elapsed
-
-
-def worker_reader(spark) -> str:
-    """The Kafka reader jetkafka's read tasks use, asked from a Spark Python worker."""
-
-    def probe(_):
-        from jetspark.datasources.kafka_read import reader_description
-
-        yield reader_description()
-
-    return spark.sparkContext.parallelize([0], 1).mapPartitions(probe).collect()[0]
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=5_000_000)
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--reader", choices=["native", "confluent"], default="native",
-                        help="jetkafka's reader (native falls back to confluent-kafka when not built)")
-    args = parser.parse_args()
-    os.environ["JETSPARK_KAFKA_READER"] = args.reader  # before Spark starts: its workers inherit it
-
+    args = parser(__doc__).parse_args()
     sys.path.insert(0, str(ROOT))
     from jetspark.datasources.kafka_source import KafkaDataSource
     from jetspark.maven import SPARK_KAFKA, spark_jars_conf
     from jetspark.spark import local_session
 
-    bootstrap = os.environ.get("JETSPARK_KAFKA_BOOTSTRAP")
-    if not bootstrap:
-        from jetspark.services import acquire
-
-        bootstrap = acquire(["kafka"]).endpoints.kafka_bootstrap
+    bootstrap = kafka_bootstrap(args.reader)
     topic = ensure_topic(bootstrap, args.records, args.partitions, args.value_bytes)
     ceiling = plain_consumer_rate(bootstrap, topic, args.partitions, args.records)
     print(f"plain confluent-kafka consumer (1 Python thread): {ceiling:,.0f} records/s", flush=True)
 
     spark = local_session("bench-jetkafka", conf=spark_jars_conf(SPARK_KAFKA))
     spark.dataSource.register(KafkaDataSource)
-    reader = worker_reader(spark)
-    print(f"jetkafka reader in Spark workers: {reader}", flush=True)
-    workdir = Path(tempfile.mkdtemp(prefix="bench-jetkafka-"))
-    rates: dict[str, list[float]] = {"jetkafka": [], "kafka": []}
     try:
-        for fmt in rates:  # warm-up: JIT, jars, Python workers
-            spark_rate(spark, fmt, bootstrap, topic, args.records, workdir)
-        for i in range(args.repeat):
-            order = ["jetkafka", "kafka"] if i % 2 == 0 else ["kafka", "jetkafka"]
-            for fmt in order:
-                rate = spark_rate(spark, fmt, bootstrap, topic, args.records, workdir)
-                rates[fmt].append(rate)
-                print(f"run {i + 1} {fmt:9s} {rate:12,.0f} records/s", flush=True)
+        reader = worker_reader(spark)
+        print(f"jetkafka reader in Spark workers: {reader}", flush=True)
+        result = summary(alternate(spark, bootstrap, topic, args.records, args.repeat))
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()
-    best = {fmt: max(r) for fmt, r in rates.items()}
-    ratio = best["jetkafka"] / best["kafka"]
-    print(f"best: jetkafka {best['jetkafka']:,.0f} /s, Spark kafka {best['kafka']:,.0f} /s, "
-          f"ratio jetkafka/kafka = {ratio:.2f}; plain consumer ceiling {ceiling:,.0f} /s; "
-          f"jetkafka reader: {reader}")
-
-    report = {
+    median = result["median"]
+    print(f"median of {args.repeat}: jetkafka {median['jetkafka']:,.0f} /s, "
+          f"Spark kafka {median['kafka']:,.0f} /s, "
+          f"ratio jetkafka/kafka = {result['ratio_jetkafka_over_kafka']:.2f}; plain consumer ceiling "
+          f"{ceiling:,.0f} /s; jetkafka reader: {reader}; load average "
+          + " ".join(f"{x:.2f}" for x in result["load_average"]))
+    write_report("jetkafka", {
         "records": args.records, "partitions": args.partitions, "value_bytes": args.value_bytes,
-        "master": "local[2]", "jetkafka_reader": reader, "runs": rates, "best": best,
-        "ratio_jetkafka_over_kafka": ratio, "plain_consumer_records_per_s": ceiling,
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    reports = ROOT / "bench" / "reports"
-    reports.mkdir(parents=True, exist_ok=True)
-    path = reports / f"jetkafka-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(report, indent=2))
-    print(f"report: {path}")
+        "master": "local[2]", "jetkafka_reader": reader, **result, "plain_consumer_records_per_s": ceiling,
+    })
     return 0
 
 

@@ -11,11 +11,12 @@ driver, which then reads each batch's range for its greatest timestamp (through 
 reader when it is built).
 
 Both sources read the topic from earliest to a ``noop`` sink with
-``Trigger.AvailableNow`` in one Spark session, alternating which goes first; the best of
-``--repeat`` runs of each is reported as committed records per second, with their ratio.
+``Trigger.AvailableNow`` in one Spark session, alternating which goes first; the median of
+``--repeat`` runs of each is reported as committed records per second, with their ratio
+and the load average.
 
     .venv/bin/python bench/bench_jetkafka_chained.py [--records 5000000] [--partitions 8]
-        [--writes 10] [--aborted 20000] [--repeat 2] [--reader native|confluent]
+        [--writes 10] [--aborted 20000] [--repeat 3] [--reader native|confluent]
 
 Endpoint: ``JETSPARK_KAFKA_BOOTSTRAP`` or jetspark's service discovery. A report goes to
 ``bench/reports/``.
@@ -23,20 +24,13 @@ Endpoint: ``JETSPARK_KAFKA_BOOTSTRAP`` or jetspark's service discovery. A report
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
-ROOT = Path(__file__).resolve().parent.parent
+from kafka_bench import ROOT, alternate, kafka_bootstrap, parser, summary, worker_reader, write_report
 
 
 def _offsets_total(bootstrap: str, topic: str, partitions: int) -> int:
@@ -101,86 +95,36 @@ def ensure_topic(spark, bootstrap: str, records: int, partitions: int, value_byt
     return topic
 
 
-def spark_rate(spark, fmt: str, bootstrap: str, topic: str, records: int, workdir: Path) -> float:
-    checkpoint = workdir / f"ck-{fmt}-{time.monotonic_ns()}"
-    reader = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", topic).option("startingOffsets", "earliest"))
-    if fmt == "kafka":
-        reader = reader.option("kafka.isolation.level", "read_committed")
-    df = reader.load()
-    t0 = time.monotonic()
-    query = (df.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    elapsed = time.monotonic() - t0
-    if query.exception() is not None:
-        raise RuntimeError(f"{fmt}: {query.exception()}")
-    read = sum(p["numInputRows"] for p in query.recentProgress)
-    # jetkafka may add heartbeat rows (a batch whose range of a partition holds only markers)
-    if read < records or (fmt == "kafka" and read != records):
-        raise RuntimeError(f"{fmt} read {read} rows, expected {records} (stale topic {topic}? delete it)")
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    return records / elapsed
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=5_000_000)
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--writes", type=int, default=10)
-    parser.add_argument("--aborted", type=int, default=20_000, help="aborted records after each write")
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--reader", choices=["native", "confluent"], default="native",
-                        help="jetkafka's reader (native falls back to confluent-kafka when not built)")
-    args = parser.parse_args()
-    os.environ["JETSPARK_KAFKA_READER"] = args.reader  # before Spark starts: its workers inherit it
-
+    p = parser(__doc__)
+    p.add_argument("--writes", type=int, default=10)
+    p.add_argument("--aborted", type=int, default=20_000, help="aborted records after each write")
+    args = p.parse_args()
     sys.path.insert(0, str(ROOT))
-    from bench.bench_jetkafka import worker_reader
     from jetspark.maven import SPARK_KAFKA, spark_jars_conf
     from jetspark.spark import local_session
 
-    bootstrap = os.environ.get("JETSPARK_KAFKA_BOOTSTRAP")
-    if not bootstrap:
-        from jetspark.services import acquire
-
-        bootstrap = acquire(["kafka"]).endpoints.kafka_bootstrap
+    bootstrap = kafka_bootstrap(args.reader)
     spark = local_session("bench-jetkafka-chained", conf=spark_jars_conf(SPARK_KAFKA))
-    workdir = Path(tempfile.mkdtemp(prefix="bench-jetkafka-chained-"))
-    rates: dict[str, list[float]] = {"jetkafka": [], "kafka": []}
     try:
         topic = ensure_topic(spark, bootstrap, args.records, args.partitions, args.value_bytes, args.writes,
                              args.aborted)
         reader = worker_reader(spark)
         print(f"jetkafka reader in Spark workers: {reader}", flush=True)
-        for fmt in rates:  # warm-up: JIT, jars, Python workers
-            spark_rate(spark, fmt, bootstrap, topic, args.records, workdir)
-        for i in range(args.repeat):
-            order = ["jetkafka", "kafka"] if i % 2 == 0 else ["kafka", "jetkafka"]
-            for fmt in order:
-                rate = spark_rate(spark, fmt, bootstrap, topic, args.records, workdir)
-                rates[fmt].append(rate)
-                print(f"run {i + 1} {fmt:9s} {rate:12,.0f} records/s", flush=True)
+        result = summary(alternate(spark, bootstrap, topic, args.records, args.repeat, read_committed=True))
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
         spark.stop()
-    best = {fmt: max(r) for fmt, r in rates.items()}
-    ratio = best["jetkafka"] / best["kafka"]
-    print(f"best (transactional topic): jetkafka {best['jetkafka']:,.0f} /s, Spark kafka read_committed "
-          f"{best['kafka']:,.0f} /s, ratio jetkafka/kafka = {ratio:.2f}; jetkafka reader: {reader}")
-
-    report = {
+    median = result["median"]
+    print(f"median of {args.repeat} (transactional topic): jetkafka {median['jetkafka']:,.0f} /s, "
+          "Spark kafka "
+          f"read_committed {median['kafka']:,.0f} /s, ratio jetkafka/kafka = "
+          f"{result['ratio_jetkafka_over_kafka']:.2f}; jetkafka reader: {reader}; load average "
+          + " ".join(f"{x:.2f}" for x in result["load_average"]))
+    write_report("jetkafka-chained", {
         "records": args.records, "partitions": args.partitions, "value_bytes": args.value_bytes,
         "writes": args.writes, "aborted_per_write": args.aborted, "master": "local[2]",
-        "jetkafka_reader": reader, "runs": rates, "best": best, "ratio_jetkafka_over_kafka": ratio,
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    reports = ROOT / "bench" / "reports"
-    reports.mkdir(parents=True, exist_ok=True)
-    path = reports / f"jetkafka-chained-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(report, indent=2))
-    print(f"report: {path}")
+        "jetkafka_reader": reader, **result,
+    })
     return 0
 
 

@@ -136,6 +136,9 @@ def spark_frames(spark, df, ratio: int):
     )
 
 
+BUCKETS = 16  # window_aggregate's default; --buckets
+
+
 def jetspark(df, ratio: int, state_api: str = "transformWithStateInPandas", engine: str = "auto"):
     from jetspark.windowing import ops, sliding, window_aggregate
 
@@ -147,6 +150,7 @@ def jetspark(df, ratio: int, state_api: str = "transformWithStateInPandas", engi
         aggs={"n": ops.count(), "total": ops.sum_("value"), "peak": ops.max_("value")},
         state_api=state_api,
         engine=engine,
+        buckets=BUCKETS,
     )
 
 
@@ -312,9 +316,12 @@ def main() -> None:
         help="spark-floor runs in streaming only, spark-frames in batch only; also: jetspark-aipws "
         "(streaming on applyInPandasWithState), jetspark-python (batch, engine='python': stage 1 in Python)",
     )
+    ap.add_argument("--buckets", type=int, default=16, help="jetspark's state buckets (streaming)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the per-stage breakdown (batch)")
     ap.add_argument("--no-check", action="store_true")
     args = ap.parse_args()
+    global BUCKETS
+    BUCKETS = args.buckets
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from jetspark.spark import local_session
@@ -411,7 +418,8 @@ def _report(args, results: list[dict], started: dt.datetime, load_start: tuple) 
         f"# bench_windowing — {started.isoformat(timespec='seconds')}",
         "",
         f"{args.events} events, {args.keys} keys, 24 h, slide 1 min; streaming micro-batches of "
-        f"{args.files_per_trigger} h of events; median of {args.repeat} alternating runs; "
+        f"{args.files_per_trigger} h of events, {args.buckets} state buckets; "
+        f"median of {args.repeat} alternating runs; "
         f"{os.cpu_count()} cores; load average (1/5/15 min) at the start "
         + "{:.2f}/{:.2f}/{:.2f}".format(*load_start)
         + ", at the end {:.2f}/{:.2f}/{:.2f}".format(*end),

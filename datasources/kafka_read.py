@@ -168,6 +168,7 @@ def consumer_conf(kafka: Mapping[str, str]) -> dict:
 
 _POOL: OrderedDict[tuple, Consumer | NativeConsumer] = OrderedDict()
 _POOL_SIZE = 4
+_POOL_LOCK = threading.Lock()  # read tasks and the driver's scans may share the pool
 
 
 @contextmanager
@@ -180,7 +181,9 @@ def _pooled_consumer(kafka: Mapping[str, str], native: bool) -> Iterator[Consume
     # group.id is not part of the key: reads assign partitions and never commit, so a consumer
     # of another query with the same settings serves as well (and fewer consumers get closed).
     key = (native, *sorted((k, v) for k, v in kafka.items() if k != "group.id"))
-    consumer = _POOL.pop(key, None) or _new_consumer(kafka, native)
+    with _POOL_LOCK:
+        consumer = _POOL.pop(key, None)
+    consumer = consumer or _new_consumer(kafka, native)
     clean = False
     try:
         yield consumer
@@ -192,9 +195,14 @@ def _pooled_consumer(kafka: Mapping[str, str], native: bool) -> Iterator[Consume
             except (KafkaException, JetsparkError):
                 clean = False
         if clean:
-            _POOL[key] = consumer
-            while len(_POOL) > _POOL_SIZE:
-                _close_in_background(_POOL.popitem(last=False)[1])
+            with _POOL_LOCK:
+                evicted = [consumer] if key in _POOL else []  # one per key: keep the one there
+                if not evicted:
+                    _POOL[key] = consumer
+                while len(_POOL) > _POOL_SIZE:
+                    evicted.append(_POOL.popitem(last=False)[1])
+            for old in evicted:
+                _close_in_background(old)
         else:
             _close_in_background(consumer)
 
@@ -215,9 +223,9 @@ def close_pooled_consumers(timeout_s: float = CLOSE_TIMEOUT_S) -> int:
     at most ``timeout_s`` in all: a destroy that does not finish (a broker gone) never holds up
     the exit; the native reader also leaves its consumers alone once the interpreter finalizes.
     """
-    consumers = []
-    while _POOL:
-        consumers.append(_POOL.popitem()[1])
+    with _POOL_LOCK:
+        consumers = list(_POOL.values())
+        _POOL.clear()
     threads = [threading.Thread(target=_quiet_close, args=(c,), name="jetkafka-consumer-close", daemon=True)
                for c in consumers]
     for t in threads:

@@ -74,6 +74,7 @@ class QueueConsumer:
         self._unacked: set[int] = set()
         self._lock = threading.RLock()
         self._callers = 0  # Spark calls waiting for or holding the lock: the pump steps aside
+        self._callers_lock = threading.Lock()
         self._stop = threading.Event()
         self._keepalive: threading.Thread | None = None
 
@@ -169,18 +170,20 @@ class QueueConsumer:
     @contextmanager
     def _held(self) -> Iterator[None]:
         """The lock, for a Spark call: the pump yields it at its next slice."""
-        self._callers += 1
+        with self._callers_lock:
+            self._callers += 1
         try:
             with self._lock:
                 yield
         finally:
-            self._callers -= 1
+            with self._callers_lock:
+                self._callers -= 1
 
     def _keep_alive(self) -> None:
         """The pump: heartbeats, and deliveries read ahead while no Spark call needs the lock."""
         while not self._stop.is_set():
             if self._callers or not self._lock.acquire(timeout=KEEPALIVE_INTERVAL_S):
-                self._stop.wait(0.001)
+                self._stop.wait(0.01)  # a Spark call has the connection
                 continue
             received = False
             try:

@@ -229,9 +229,11 @@ class DedupStore:
         tables = [self._read(s.name) for s in small]
         merged = pa.concat_tables(tables).group_by("id").aggregate([("committed_ms", "max")])
         merged = merged.rename_columns(["id", "committed_ms"]).cast(_SCHEMA)
-        self._write(f"merged-{small[-1].end_seq:020d}{SUFFIX}", merged)
+        name = f"merged-{small[-1].end_seq:020d}{SUFFIX}"
+        self._write(name, merged)
         for s in small:
-            self._delete(s.name)
+            if s.name != name:  # the output may replace an input of the same name
+                self._delete(s.name)
 
     def _delete(self, name: str) -> None:
         self._remove(name)

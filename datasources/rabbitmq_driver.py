@@ -19,6 +19,7 @@ Offsets are ``{"seq": next WAL sequence number, "epoch": lease epoch of the batc
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -33,6 +34,8 @@ from jetspark.datasources.rabbitmq_records import body_hash, event_time_ms, mess
 from jetspark.datasources.rabbitmq_wal import WalRange, WriteAheadLog
 from jetspark.datasources.rabbitmq_watermark import QueueWatermark
 from jetspark.errors import JetsparkError
+
+log = logging.getLogger(__name__)
 
 AVAILABLE_NOW_PATIENCE_S = 10.0
 COUNT_KEYS = ("late", "duplicates", "missingIdDropped", "missingIdHashed")
@@ -77,6 +80,7 @@ class QueueDriver:
         self._dedup: DedupStore | None = None
         self._ranges: list[WalRange] | None = None
         self._pending: dict[WalRange, PendingBatch] = {}
+        self._logged: dict[tuple[int, int], int] = {}  # WAL range -> epoch an offset named
         self._counts = dict.fromkeys(COUNT_KEYS, 0)
         self._budget: int | None = None  # deliveries left under Trigger.AvailableNow
         self.watermarks = QueueWatermark(o.watermark_lag_ms, o.idle_timeout_ms, self.clock)
@@ -105,6 +109,7 @@ class QueueDriver:
 
     def latest_offset(self, start: dict, max_rows: int | None) -> dict:
         start_seq = int(start["seq"])
+        self.lease.check()  # a driver that lost the lease must not touch its successor's WAL
         self._discard_from(start_seq)
         self.commit_through(start_seq)
         limit = min(max_rows or self.options.batch_limit, self.options.batch_limit)
@@ -139,6 +144,7 @@ class QueueDriver:
         self.lease.check()
         self.wal.write(r, to_wal_table(rows, ids, events, late))
         self.ranges().append(r)
+        self._logged[(r.start, r.end)] = r.epoch
         self._pending[r] = PendingBatch(ids, rows)
         counts = {k: int(start.get("counts", {}).get(k, 0)) + self._counts[k] for k in COUNT_KEYS}
         self._counts = dict.fromkeys(COUNT_KEYS, 0)
@@ -153,7 +159,7 @@ class QueueDriver:
             return
         ids: list[str] = []
         deliveries: list[Delivery] = []
-        for r in done:
+        for r in self._committed_files(done):
             logged = self.wal.read(r, ["message_id"]).column(0).to_pylist()
             ids.extend(logged)
             pending = self._pending.pop(r, None)
@@ -171,6 +177,26 @@ class QueueDriver:
         self.wal.delete(done)
         self._ranges = [r for r in self.ranges() if r.end > seq]
 
+    def _committed_files(self, done: list[WalRange]) -> list[WalRange]:
+        """Of the WAL files below a committed offset, the ones Spark processed: per range the
+        file of the epoch its offset named (seen by ``plan`` or written here), or the only
+        file. Two files of one range with no known epoch (a second driver wrote one before
+        the lease existed) are left out of the dedup store: a redelivery may then repeat,
+        never vanish."""
+        by_range: dict[tuple[int, int], list[WalRange]] = {}
+        for r in done:
+            by_range.setdefault((r.start, r.end), []).append(r)
+        chosen = []
+        for key, files in sorted(by_range.items()):
+            epoch = self._logged.pop(key, None)
+            pick = [r for r in files if r.epoch == epoch] if epoch is not None else files
+            if len(pick) == 1:
+                chosen.append(pick[0])
+            else:
+                log.warning("jetrabbitmq: WAL range %s has files of epochs %s and none is known to be "
+                            "Spark's; their IDs are not deduplicated", key, [r.epoch for r in files])
+        return chosen
+
     def plan(self, start: dict, end: dict) -> list[WalRange]:
         """The WAL files making up the batch ``[start, end)``; raises when any is missing."""
         lo, hi = int(start["seq"]), int(end["seq"])
@@ -179,6 +205,8 @@ class QueueDriver:
         epoch = end.get("epoch")  # the writer Spark's offset log names
         chosen = sorted(r for r in self.wal.ranges()
                         if r.start < hi and r.end > lo and (epoch is None or r.epoch == epoch))
+        if epoch is not None:
+            self._logged.update(((r.start, r.end), r.epoch) for r in chosen)
         covered = lo
         for r in chosen:
             if r.start > covered:

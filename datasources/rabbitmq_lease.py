@@ -8,21 +8,23 @@ driver stop with :class:`LeaseHeldError` before it consumes anything.
 Layout: ``<walLocation>/lease/epoch-<N>.json``, one file per holder, ``N`` increasing. The
 newest file names the holder (a random ``owner`` ID, host, pid and the process's start time)
 and when it last renewed the lease. A driver takes the lease by creating the next epoch's file
-exclusively (``O_EXCL`` on a local or NFS filesystem; on object stores, which have no
-exclusive create, two drivers starting within the same instant are not told apart — see the
-design document). The newest file is free when:
+exclusively (on a local filesystem: ``link()`` of a complete temporary file; on other
+pyarrow filesystems — HDFS, object stores — a check before the write, so two drivers
+starting within the same instant there are not told apart: see the design document).
+The newest file is free when:
 
 * it says ``released`` (the previous driver stopped cleanly), or
 * its holder ran on this host and that process is gone (pid and start time), or
-* its holder ran on another host and did not renew it within ``leaseTimeout``; the new driver
-  watches it for up to that long: a renewal in that time means a live holder (error), none
-  means a dead one (taken over).
+* its holder ran on another host (or its file cannot be read) and the new driver, watching
+  it for ``leaseTimeout`` on its own clock, saw no renewal: a renewal in that time means a
+  live holder (error), none a dead one (taken over).
 
-The holder renews its file every third of ``leaseTimeout`` from a daemon thread. Before every
-WAL write, dedup write and ack, :meth:`Lease.check` lists the lease directory: a newer epoch
-than its own means a successor took over, and the driver stops with :class:`LeaseLostError`
-instead of writing. The epoch also names the WAL files and is recorded in the offsets, so a
-batch's WAL file is always the one its writer's offset names (see ``rabbitmq_driver``).
+The holder renews its file every third of ``leaseTimeout`` from a daemon thread. Before it
+changes the WAL or the dedup store or acks a batch, :meth:`Lease.check` lists the lease
+directory: a newer epoch than its own means a successor took over, and the driver stops
+with :class:`LeaseLostError` instead of writing. The epoch also names the WAL files and is
+recorded in the offsets, so a batch's WAL file is always the one its writer's offset names
+(see ``rabbitmq_driver``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from jetspark.datasources.rabbitmq_wal import durable_write, list_files, open_location
+from jetspark.datasources.rabbitmq_wal import durable_write, fsync_dir, list_files, open_location
 from jetspark.errors import JetsparkError
 
 log = logging.getLogger(__name__)
@@ -90,8 +92,19 @@ class Holder:
                 f"renewed {max(0, now_ms - self.renewed_ms) / 1000:.1f} s ago")
 
     def alive_here(self) -> bool:
-        """Same host: is the holding process still running?"""
-        return self.started is not None and process_start(self.pid) == self.started
+        """Same host: is the holding process still running? (pid and start time; where the
+        start time is unknown, the pid alone, which errs towards "alive")."""
+        if self.started is not None:
+            return process_start(self.pid) == self.started
+        if self.pid <= 0:
+            return True
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 class Lease:
@@ -161,13 +174,16 @@ class Lease:
             if held.alive_here():
                 raise LeaseHeldError(self._held_message(held))
             return
-        # Another host: only silence for a whole timeout tells a dead holder from a live one.
-        while self._clock() - held.renewed_ms < self.timeout_ms:
+        # Another host: only silence for a whole timeout, measured on our own clock (clocks of
+        # two hosts differ), tells a dead holder from a live one.
+        deadline = self._clock() + self.timeout_ms
+        while self._clock() < deadline:
             sleep(min(1.0, self.timeout_ms / 10_000))
             now = self._newest()
             if now is None or now.released:
                 return
-            if now.epoch != held.epoch or now.renewed_ms != held.renewed_ms:
+            if (now.epoch, now.owner, now.renewed_ms) != (held.epoch, held.owner, held.renewed_ms) \
+                    and not now.owner.startswith("unreadable:"):
                 raise LeaseHeldError(self._held_message(now))
 
     def _held_message(self, held: Holder | None) -> str:
@@ -194,13 +210,20 @@ class Lease:
         return None if epoch is None else self._read(epoch)
 
     def _read(self, epoch: int) -> Holder | None:
+        """The holder of ``epoch``; an unreadable file counts as held by an unknown holder on
+        another host (it frees only after a timeout without change), never as free."""
+        path = f"{self.directory}/{self._name(epoch)}"
         try:
-            with self.fs.open_input_stream(f"{self.directory}/{self._name(epoch)}") as f:
-                data = json.loads(f.read())
-        except (FileNotFoundError, ValueError):
+            with self.fs.open_input_stream(path) as f:
+                raw = f.read()
+        except FileNotFoundError:
             return None
-        return Holder(epoch, data["owner"], data["host"], int(data["pid"]), data.get("started"),
-                      int(data["renewedMs"]), bool(data.get("released", False)))
+        try:
+            data = json.loads(raw)
+            return Holder(epoch, data["owner"], data["host"], int(data["pid"]), data.get("started"),
+                          int(data["renewedMs"]), bool(data.get("released", False)))
+        except (ValueError, KeyError, TypeError):
+            return Holder(epoch, f"unreadable:{len(raw)}", "?", -1, None, self._clock())
 
     def _content(self, epoch: int, released: bool = False) -> bytes:
         return json.dumps({
@@ -213,14 +236,19 @@ class Lease:
         path = f"{self.directory}/{self._name(epoch)}"
         data = self._content(epoch)
         if isinstance(self.fs, pafs.LocalFileSystem):
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                return False
-            with os.fdopen(fd, "wb") as f:
+            # link() of a complete, fsynced temporary file: exclusive, and never half-written
+            tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+            with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+            fsync_dir(self.directory)
             return True
         if self.fs.get_file_info(path).type != pafs.FileType.NotFound:
             return False

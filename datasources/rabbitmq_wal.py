@@ -100,8 +100,9 @@ class WalRange:
 
     @classmethod
     def from_file_name(cls, name: str) -> WalRange:
-        start, end, epoch = name[: -len(SUFFIX)].split("-")
-        return cls(int(start), int(end), int(epoch))
+        """From ``<start>-<end>-<epoch>.arrow``, or ``<start>-<end>.arrow`` (epoch 0: before leases)."""
+        parts = [int(p) for p in name[: -len(SUFFIX)].split("-")]
+        return cls(parts[0], parts[1], parts[2] if len(parts) > 2 else 0)
 
 
 class WriteAheadLog:

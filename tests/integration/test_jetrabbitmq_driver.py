@@ -166,3 +166,59 @@ def test_idle_connection_survives_heartbeats(amqp_url, rabbit_queue):
     assert c.ack(got) == 1
     assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
     c.close()
+
+
+def _take_over(driver: QueueDriver) -> int:
+    """A successor (on another host) takes the driver's lease: the next epoch's file."""
+    from jetspark.datasources.rabbitmq_lease import Lease
+
+    successor = Lease(driver.lease.location, 60_000, host="elsewhere")
+    epoch = driver.lease.epoch + 1
+    assert successor._create(epoch)
+    return epoch
+
+
+def test_a_driver_that_lost_its_lease_touches_nothing(amqp_url, rabbit_queue, tmp_path):
+    from jetspark.datasources.rabbitmq_lease import LeaseLostError
+
+    publish(amqp_url, rabbit_queue, ["a", "b", "c"])
+    d = _driver(amqp_url, rabbit_queue, tmp_path)
+    o0 = d.initial_offset()
+    epoch = _take_over(d)
+    theirs = WalRange(0, 2, epoch)  # the successor already wrote its batch [0, 2)
+    d.wal.write(theirs, _wal_rows(["x", "y"]))
+    with pytest.raises(LeaseLostError, match="another run took over"):
+        d.latest_offset(o0, None)
+    assert d.wal.ranges() == [theirs]  # not discarded as an orphan
+    assert wait_counts(rabbit_queue, (3, 0)) == (3, 0)  # nothing taken, nothing acked
+    d.consumer.close()
+
+
+def test_commit_dedups_only_the_file_of_the_logged_epoch(amqp_url, rabbit_queue, tmp_path):
+    publish(amqp_url, rabbit_queue, ["a", "b"])
+    d = _driver(amqp_url, rabbit_queue, tmp_path)
+    o0 = d.initial_offset()
+    o1 = d.latest_offset(o0, None)
+    assert o1["seq"] == 2
+    other = WalRange(0, 2, d.lease.epoch + 7)  # another writer's file for the same range
+    d.wal.write(other, _wal_rows(["p", "q"]))
+    assert [r.epoch for r in d.plan(o0, o1)] == [o1["epoch"]]
+    d.commit_through(o1["seq"])
+    assert "a" in d.dedup and "b" in d.dedup
+    assert "p" not in d.dedup and "q" not in d.dedup  # their messages were never processed
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+    d.stop()
+
+
+def _wal_rows(ids: list[str]):
+    import pyarrow as pa
+
+    from jetspark.datasources.rabbitmq_wal import WAL_SCHEMA
+
+    n = len(ids)
+    return pa.table({
+        "message_id": ids, "body": [b"x"] * n, "routing_key": [""] * n, "exchange": [""] * n,
+        "headers": pa.array([[]] * n, WAL_SCHEMA.field("headers").type),
+        "timestamp": pa.array([0] * n, WAL_SCHEMA.field("timestamp").type),
+        "redelivered": [False] * n, "event_time_ms": [0] * n, "late": [False] * n,
+    }, schema=WAL_SCHEMA)

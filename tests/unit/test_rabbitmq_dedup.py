@@ -113,3 +113,15 @@ def test_bloom_filter_has_no_false_negatives(added, others, bits_per_id):
     assert again is not None
     assert again.might_contain(hash64(sorted(added))).all()
     assert len(again.might_contain(hash64(sorted(others)))) == len(others)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.sets(st.text(max_size=8), max_size=300), st.integers(0, 6))
+def test_a_folded_bloom_filter_still_has_no_false_negatives(added, folds):
+    from jetspark.datasources.bloom import BloomFilter, hash64
+
+    hashes = hash64(sorted(added))
+    f = BloomFilter.build(hashes, 10, 0)
+    for _ in range(folds):
+        f.fold()
+    assert f.might_contain(hashes).all()

@@ -72,3 +72,9 @@ def test_wal_pickles_by_location(tmp_path):
     wal = WriteAheadLog(str(tmp_path))
     wal.write(WalRange(0, 1), _rows(1))
     assert pickle.loads(pickle.dumps(wal)).ranges() == [WalRange(0, 1)]
+
+
+def test_file_names_carry_the_lease_epoch_and_old_names_read_as_epoch_0():
+    r = WalRange(3, 8, 2)
+    assert WalRange.from_file_name(r.file_name) == r
+    assert WalRange.from_file_name(f"{3:020d}-{8:020d}.arrow") == WalRange(3, 8, 0)

@@ -30,11 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
-import pyarrow.ipc as ipc
 
 from jetspark.datasources.bloom import MAX_BITS_PER_ID, BloomFilter, hash64
-from jetspark.datasources.rabbitmq_wal import durable_write, list_files, open_location, table_to_ipc
+from jetspark.datasources.rabbitmq_wal import durable_write, list_files, open_location, read_ipc, table_to_ipc
 
 DEDUP_DIR = "dedup"
 SUFFIX = ".arrow"
@@ -199,12 +197,7 @@ class DedupStore:
         self._fit_budget()
 
     def _read(self, name: str) -> pa.Table:
-        path = f"{self.directory}/{name}"
-        if isinstance(self.fs, pafs.LocalFileSystem):
-            with pa.memory_map(path) as f:
-                return ipc.open_file(f).read_all()
-        with self.fs.open_input_file(path) as f:
-            return ipc.open_file(f).read_all()
+        return read_ipc(self.fs, f"{self.directory}/{name}")
 
     def _open(self) -> None:
         names = list_files(self.fs, self.directory, SUFFIX)

@@ -77,6 +77,16 @@ def table_to_ipc(table: pa.Table, max_chunksize: int | None = 65_536) -> pa.Buff
     return sink.getvalue()
 
 
+def read_ipc(fs: pafs.FileSystem, path: str) -> pa.Table:
+    """An Arrow IPC file as a table; memory-mapped on a local filesystem (unread columns and
+    rows cost nothing, and the pages go when the table does)."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        with pa.memory_map(path) as f:
+            return ipc.open_file(f).read_all()
+    with fs.open_input_file(path) as f:
+        return ipc.open_file(f).read_all()
+
+
 def list_files(fs: pafs.FileSystem, directory: str, suffix: str) -> list[str]:
     """Base names in ``directory`` ending in ``suffix`` (none when it does not exist)."""
     infos = fs.get_file_info(pafs.FileSelector(directory, allow_not_found=True))
@@ -137,12 +147,7 @@ class WriteAheadLog:
         return [WalRange.from_file_name(n) for n in list_files(self.fs, self.directory, SUFFIX)]
 
     def read(self, r: WalRange, columns: list[str] | None = None) -> pa.Table:
-        if isinstance(self.fs, pafs.LocalFileSystem):  # mapped: unread columns cost nothing
-            with pa.memory_map(self._path(r)) as f:
-                table = ipc.open_file(f).read_all()
-        else:
-            with self.fs.open_input_file(self._path(r)) as f:
-                table = ipc.open_file(f).read_all()
+        table = read_ipc(self.fs, self._path(r))
         return table.select(columns) if columns else table
 
     def iter_batches(self, r: WalRange, first: int, last: int):

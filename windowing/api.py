@@ -67,7 +67,7 @@ def window_aggregate(
     buckets: int = DEFAULT_BUCKETS,
     state_api: str = STATE_APIS[0],
     engine: str = "auto",
-    observation: Observation | None = None,
+    observation: Observation | str | None = None,
 ) -> DataFrame:
     """Aggregate ``df`` per key over sliding, tumbling or session windows of ``time``.
 
@@ -79,10 +79,11 @@ def window_aggregate(
     Spark's native two-phase aggregation (see :mod:`.native`), and static sliding windows
     of operations Spark can accumulate (count, sum, mean, min, max, variance, stddev) take
     their per-(key, frame) cells from Spark's aggregation, so only stage 2 runs in Python;
-    ``"python"`` never does either. ``observation`` (static only): a
-    ``pyspark.sql.Observation`` that receives ``{"rows": <rows with a null event time>}``
-    once the result is computed; a streaming query reports that count as the observed
-    metric ``jetspark_null_event_time`` instead.
+    ``"python"`` never does either. ``observation``: where the count of rows with a null
+    event time goes — static: a ``pyspark.sql.Observation`` that receives ``{"rows": n}``
+    once the result is computed; streaming: the name of the observed metric in the query's
+    progress (default ``jetspark_null_event_time``; two window aggregations in one query
+    need two names).
     """
     plan = Plan.build(key, time, window, aggs, deduct)
     missing = [c for c in plan.input_columns if c not in df.columns]
@@ -94,11 +95,13 @@ def window_aggregate(
         raise AggregateError(f"engine must be 'auto' or 'python', got {engine!r}")
     if not isinstance(buckets, int) or buckets < 1:
         raise AggregateError(f"buckets must be a positive integer, got {buckets!r}")
-    if observation is not None and df.isStreaming:
+    if df.isStreaming and observation is not None and not isinstance(observation, str):
         raise AggregateError(
-            "observation is for static DataFrames; a streaming query reports rows with a null "
-            f"event time as the observed metric {NULL_TIME_METRIC!r} in its progress"
+            "observation of a streaming DataFrame is the name (a string) of the observed metric that "
+            f"counts rows with a null event time (default {NULL_TIME_METRIC!r}), got {observation!r}"
         )
+    if not df.isStreaming and isinstance(observation, str):
+        raise AggregateError("observation of a static DataFrame is a pyspark.sql.Observation, got a string")
 
     src_cols = list(plan.input_columns)
     heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
@@ -130,7 +133,7 @@ def window_aggregate(
     bucket = F.pmod(F.xxhash64(*plan.keys), F.lit(buckets))
     # rows with a null event time are counted here and dropped by stage 1 (after it has
     # read their watermark column)
-    df = df.observe(NULL_TIME_METRIC, _null_time_count(plan.time, heartbeat))
+    df = df.observe(observation or NULL_TIME_METRIC, _null_time_count(plan.time, heartbeat))
     partials = df.select(*src_cols).withColumn(BUCKET, bucket).mapInArrow(stage1, packed_schema)
     key_types = {f.name: to_arrow_type(f.dataType, timezone="UTC") for f in key_fields}
     grouped = partials.groupBy(BUCKET)
@@ -253,6 +256,9 @@ def _native_cells(
     second one (a partitioning by key satisfies grouping by key and frame), and the cells
     of a key meet in one stage-2 partition."""
     if plan.is_session:
+        return None
+    conf = df.sparkSession.conf.get("spark.sql.requireAllClusterKeysForDistribution", "false")
+    if str(conf).lower() == "true":  # Spark would shuffle by (key, frame): a key's cells would split
         return None
     exprs: dict[str, Column] = {}
     for i, op in enumerate(plan.ops):

@@ -491,3 +491,40 @@ def test_streaming_rows_with_a_null_event_time_are_in_no_window_and_reported(spa
     assert_same(ours, reference_windows(_events_with_times(batches), window, AGGS))
     per_batch = [p["observedMetrics"][NULL_TIME_METRIC]["rows"] for p in prog if p["numInputRows"]]
     assert sum(per_batch) == nulls and len([n for n in per_batch if n]) == len(batches)
+
+
+def test_spark_computed_cells_stay_correct_when_spark_shuffles_by_all_grouping_keys(spark, static_events):
+    """With spark.sql.requireAllClusterKeysForDistribution, Spark would shuffle the cells by
+    (key, frame) and split a key's frames over partitions: the Python stage 1 is used then."""
+    df, _ = static_events
+    window = sliding("30 seconds", "10 seconds")
+    theirs = rows_by_window(
+        spark_windowed(df, F.window("ts", "30 seconds", "10 seconds"), "window").collect()
+    )
+    spark.conf.set("spark.sql.requireAllClusterKeysForDistribution", "true")
+    try:
+        q = window_aggregate(df, key="k", time="ts", window=window, aggs=NATIVE_CELL_AGGS)
+        assert _python_stages(q) == 2
+        ours = rows_by_window(q.collect())
+    finally:
+        spark.conf.unset("spark.sql.requireAllClusterKeysForDistribution")
+    assert_same(ours, theirs, names=list(NATIVE_CELL_AGGS))
+
+
+def test_streaming_null_time_metric_takes_the_name_given(spark, tmp_path):
+    """Two window aggregations in one query need two metric names: ``observation`` names it."""
+    from pyspark.sql import Observation
+
+    from jetspark.windowing.aggregate import AggregateError
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_batch(folder, 0, make_batches(seed=3, batches=1, rows=20)[0])
+    schema = spark.read.parquet(str(folder)).schema
+    stream = spark.readStream.schema(schema).parquet(str(folder)).withWatermark("ts", "0 seconds")
+    window = sliding("30 seconds", "10 seconds")
+    q = window_aggregate(stream, key="k", time="ts", window=window, aggs=AGGS, observation="null_times_a")
+    plan = q._jdf.queryExecution().logical().toString()
+    assert "CollectMetrics null_times_a" in plan and "jetspark_null_event_time" not in plan
+    with pytest.raises(AggregateError, match="name \\(a string\\) of the observed metric"):
+        window_aggregate(stream, key="k", time="ts", window=window, aggs=AGGS, observation=Observation("o"))

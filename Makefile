@@ -13,9 +13,12 @@ test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# Long runs at production scale (tests marked soak), not part of `make test`.
+# Long runs, not part of `make test`: tests marked soak (production scale), and the
+# two-driver tests repeated (SOAK_REPEAT times; make test runs each once).
+SOAK_REPEAT ?= 5
 soak: bootstrap
 	$(BIN)/pytest -m soak tests/soak $(PYTEST_ARGS)
+	for i in $$(seq $(SOAK_REPEAT)); do $(BIN)/pytest -q tests/integration/test_two_drivers.py $(PYTEST_ARGS) || exit 1; done
 
 demo: bootstrap
 	$(BIN)/jetspark demo $(DEMO_ARGS)

@@ -5,7 +5,8 @@ consumer with manual acks (prefetch as jetrabbitmq's, one ``multiple`` ack per p
 window): no WAL, no dedup, no Spark. jetrabbitmq runs with ``Trigger.AvailableNow`` into
 Spark's ``noop`` sink; its time includes the query start (the Spark session is warm); the
 steady rate leaves out
-the first batch (Python workers starting).
+the first batch (Python workers starting). ``--repeat`` (3) runs of each, alternating which
+goes first; medians, with the load average.
 
     .venv/bin/python bench/bench_jetrabbitmq.py [--messages 100000] [--body-bytes 200]
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 import time
 import uuid
@@ -109,6 +111,7 @@ def main() -> None:
     ap.add_argument("--body-bytes", type=int, default=200)
     ap.add_argument("--prefetch", type=int, default=40_000)
     ap.add_argument("--max-per-trigger", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3, help="alternating runs of each (median)")
     args = ap.parse_args()
     url = amqp_url()
     queue = f"bench_{uuid.uuid4().hex[:8]}"
@@ -117,34 +120,49 @@ def main() -> None:
 
     spark = local_session("bench-jetrabbitmq")
     spark.dataSource.register(RabbitMQDataSource)
+    pika_s: list[float] = []
+    jet_s: list[float] = []
+    steady_rates: list[float] = []
     try:
-        fill(url, queue, args.messages, args.body_bytes)
-        t_pika = plain_pika(url, queue, args.messages, args.prefetch)
-        fill(url, queue, args.messages, args.body_bytes)
-        t_jet, batches, steady = jetrabbitmq(
-            spark, url, queue, args.messages, args.prefetch, args.max_per_trigger
-        )
+        for i in range(args.repeat):  # alternate which goes first
+            for who in ("pika", "jetrabbitmq") if i % 2 == 0 else ("jetrabbitmq", "pika"):
+                fill(url, queue, args.messages, args.body_bytes)
+                if who == "pika":
+                    pika_s.append(plain_pika(url, queue, args.messages, args.prefetch))
+                else:
+                    t_jet, batches, steady = jetrabbitmq(
+                        spark, url, queue, args.messages, args.prefetch, args.max_per_trigger
+                    )
+                    jet_s.append(t_jet)
+                    steady_rates.append(steady)
+                print(f"run {i + 1} {who}: pika {pika_s[-1:]} s, jetrabbitmq {jet_s[-1:]} s, "
+                      f"steady {steady_rates[-1:]} msg/s", flush=True)
     finally:
         conn = pika.BlockingConnection(pika.URLParameters(url))
         conn.channel().queue_delete(queue)
         conn.close()
+    t_pika, t_jet, steady = (statistics.median(x) for x in (pika_s, jet_s, steady_rates))
     report = {
         "messages": args.messages, "body_bytes": args.body_bytes, "prefetch": args.prefetch,
-        "max_per_trigger": args.max_per_trigger, "batches": batches,
+        "max_per_trigger": args.max_per_trigger, "batches": batches, "repeat": args.repeat,
         "pika_manual_ack_msgs_per_s": round(args.messages / t_pika),
         "jetrabbitmq_noop_msgs_per_s": round(args.messages / t_jet),
         "jetrabbitmq_steady_msgs_per_s": round(steady),
         "pika_s": round(t_pika, 3), "jetrabbitmq_s": round(t_jet, 3),
         "ratio_jetrabbitmq_to_pika": round(t_pika / t_jet, 3),
         "ratio_steady_to_pika": round(steady * t_pika / args.messages, 3),
+        "runs": {"pika_s": pika_s, "jetrabbitmq_s": jet_s, "jetrabbitmq_steady_msgs_per_s": steady_rates},
+        "load_average": os.getloadavg(),
     }
     REPORTS.mkdir(exist_ok=True)
     (REPORTS / "jetrabbitmq.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
-    print(f"jetrabbitmq reaches {report['ratio_jetrabbitmq_to_pika']:.0%} of the plain pika consumer "
+    print(f"median of {args.repeat} alternating runs: jetrabbitmq reaches "
+          f"{report['ratio_jetrabbitmq_to_pika']:.0%} of the plain pika consumer "
           f"({report['jetrabbitmq_noop_msgs_per_s']} vs {report['pika_manual_ack_msgs_per_s']} msg/s, "
           f"query start included); after the first batch {report['ratio_steady_to_pika']:.0%} "
-          f"({report['jetrabbitmq_steady_msgs_per_s']} msg/s)")
+          f"({report['jetrabbitmq_steady_msgs_per_s']} msg/s); load average "
+          + " ".join(f"{x:.2f}" for x in report["load_average"]))
     spark.stop()
 
 

@@ -1,4 +1,5 @@
-"""``format("jetkafka")``: a replayable Kafka source with per-partition watermarks (DESIGN §3, §4).
+"""``format("jetkafka")``: a replayable Kafka source with per-partition watermarks (docs/design.md,
+"Watermarks" and "jetkafka offsets").
 
 Rows: Spark's Kafka source columns (``key, value, topic, partition, offset, timestamp,
 timestampType`` and, with ``includeHeaders``, ``headers``) plus
@@ -34,7 +35,7 @@ to include it). Otherwise — a marker or aborted record, a batch cut by
 ``maxOffsetsPerTrigger``, or ``watermark.maxTimestampFrom=scan`` — the driver reads the
 range's timestamps itself (a second read of the batch's records, on the driver). The
 ListOffsets path covers the whole partition log below the end offset, so records before
-``startingOffsets`` count too (they are below the end offset, as DESIGN §3 defines
+``startingOffsets`` count too (they are below the end offset, as docs/design.md, "Watermarks", defines
 ``maxTs``).
 
 Options (Spark's Kafka source names): ``kafka.*`` (librdkafka settings; the source owns

@@ -1,4 +1,5 @@
-"""The acknowledging-queue protocol of ``jetrabbitmq`` on the driver (DESIGN §5).
+"""The acknowledging-queue protocol of ``jetrabbitmq`` on the driver (docs/design.md,
+"Queue source protocol").
 
 Offsets are ``{"seq": next WAL sequence number, "epoch": lease epoch of the batch's writer,
 "watermark": {...}, "counts": {...}}``.

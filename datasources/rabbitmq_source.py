@@ -12,7 +12,7 @@ Usage::
 The driver takes deliveries (manual acks) into a durable write-ahead log before Spark
 logs the offset; executors read batches from the WAL; a batch's deliveries are acked only
 after Spark committed it, with their IDs first stored for deduplication of redeliveries.
-See DESIGN §5 and ``rabbitmq_driver`` for the protocol.
+See docs/design.md, "Queue source protocol", and ``rabbitmq_driver`` for the protocol.
 
 Offsets (visible in ``query.lastProgress["sources"][0]["endOffset"]``)::
 

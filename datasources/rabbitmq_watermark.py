@@ -1,4 +1,5 @@
-"""The queue's watermark (DESIGN §3) through the shared tracker: the queue is one partition.
+"""The queue's watermark (docs/design.md, "Watermarks") through the shared tracker: the
+queue is one partition.
 
 Offset JSON: ``{"watermark": W, "partitions": {"queue": {"maxTs", "wm", "idle", "progressMs"}}}``
 (epoch ms). W holds while the queue is idle (or advances with the wall clock when the

@@ -1,4 +1,5 @@
-"""Per-partition event-time watermarks, coalesced over the non-idle partitions (DESIGN §3).
+"""Per-partition event-time watermarks, coalesced over the non-idle partitions (docs/design.md,
+"Watermarks").
 
 Hazelcast Jet's ``EventTimeMapper`` idea, as pure logic with an injected clock, shared by
 the sources. For every source partition ``p`` (a Kafka topic-partition, a queue, …):

@@ -1,4 +1,4 @@
-"""Real Kafka, PostgreSQL and RabbitMQ for tests and the demo (DESIGN §8).
+"""Real Kafka, PostgreSQL and RabbitMQ for tests and the demo (docs/design.md, "Local services").
 
 :func:`acquire` picks, per service and in this order: an existing service named by the
 ``JETSPARK_*`` environment variable; a testcontainers container when a Docker engine

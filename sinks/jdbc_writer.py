@@ -6,7 +6,7 @@
       .option("mode", "exactly-once")   # | transactional | idempotent (+ keys) | at-least-once
       .option("checkpointLocation", "…").start()
 
-Modes (DESIGN §7): ``exactly-once`` — each task COPYs its rows and a marker into a
+Modes (docs/design.md, "Sink protocol"): ``exactly-once`` — each task COPYs its rows and a marker into a
 transaction it PREPAREs; the driver COMMITs PREPARED all of them once every task is done and
 rolls back every stray of the sink. ``transactional`` — the same marker, committed by the
 task. ``idempotent`` — COPY into a staging table, then INSERT … ON CONFLICT (keys) DO UPDATE.

@@ -1,7 +1,7 @@
 """Shared fixtures: real services (started once per test session) and one local Spark.
 
 Services come from ``JETSPARK_*`` variables, testcontainers, or local processes
-(DESIGN §8). A service that cannot start fails the tests that need it, with the cause;
+(docs/design.md, "Local services"). A service that cannot start fails the tests that need it, with the cause;
 nothing is skipped.
 """
 

@@ -1,4 +1,5 @@
-"""jetkafka's per-partition watermarks with real data (DESIGN §3): skew, idleness, restart, late."""
+"""jetkafka's per-partition watermarks with real data (docs/design.md, "Watermarks"): skew,
+idleness, restart, late."""
 
 from __future__ import annotations
 

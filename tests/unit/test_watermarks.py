@@ -1,4 +1,5 @@
-"""The per-partition watermark tracker (DESIGN §3) with an injected clock, and the late rule."""
+"""The per-partition watermark tracker (docs/design.md, "Watermarks") with an injected clock,
+and the late rule."""
 
 from __future__ import annotations
 

@@ -85,14 +85,9 @@ def window_aggregate(
     progress (default ``jetspark_null_event_time``; two window aggregations in one query
     need two names).
     """
-    plan = Plan.build(key, time, window, aggs, deduct)
-    missing = [c for c in plan.input_columns if c not in df.columns]
-    if missing:
-        raise AggregateError(f"columns not found: {missing}; the DataFrame has {df.columns}")
+    plan, heartbeat, partial_fields, out_schema = _prepare(df, key, time, window, aggs, deduct, engine)
     if state_api not in STATE_APIS:
         raise AggregateError(f"state_api must be one of {STATE_APIS}, got {state_api!r}")
-    if engine not in ("auto", "python"):
-        raise AggregateError(f"engine must be 'auto' or 'python', got {engine!r}")
     if not isinstance(buckets, int) or buckets < 1:
         raise AggregateError(f"buckets must be a positive integer, got {buckets!r}")
     if df.isStreaming and observation is not None and not isinstance(observation, str):
@@ -104,11 +99,6 @@ def window_aggregate(
         raise AggregateError("observation of a static DataFrame is a pyspark.sql.Observation, got a string")
 
     src_cols = list(plan.input_columns)
-    heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
-    key_fields = [df.schema[k] for k in plan.keys]
-    partial_fields = [*key_fields, *(_ddl(n, t) for n, t in plan.partial_spark_fields())]
-    out_schema = StructType([*key_fields, *(_ddl(n, t) for n, t in output_schema_fields(plan))])
-
     if not df.isStreaming:
         stages = _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine, observation)
         return stages["output"]
@@ -135,7 +125,7 @@ def window_aggregate(
     # read their watermark column)
     df = df.observe(observation or NULL_TIME_METRIC, _null_time_count(plan.time, heartbeat))
     partials = df.select(*src_cols).withColumn(BUCKET, bucket).mapInArrow(stage1, packed_schema)
-    key_types = {f.name: to_arrow_type(f.dataType, timezone="UTC") for f in key_fields}
+    key_types = {k: to_arrow_type(df.schema[k].dataType, timezone="UTC") for k in plan.keys}
     grouped = partials.groupBy(BUCKET)
     if state_api == "applyInPandasWithState":  # the alternative, kept measurable
         return grouped.applyInPandasWithState(
@@ -168,14 +158,27 @@ def window_aggregate_stages(
     window but drops it; the last entry, ``"output"``, is the query itself."""
     if df.isStreaming:
         raise AggregateError("window_aggregate_stages takes a static DataFrame")
+    plan, heartbeat, partial_fields, out_schema = _prepare(df, key, time, window, aggs, deduct, engine)
+    return _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine, observation)
+
+
+def _prepare(
+    df: DataFrame, key: str | Sequence[str], time: str, window: WindowDefinition,
+    aggs: Mapping[str, AggregateOperation], deduct: bool, engine: str,
+) -> tuple[Plan, str | None, list[StructField], StructType]:
+    """The checked plan, the heartbeat column (if any), the partial cells' fields and the
+    output schema: what every entry point starts from."""
+    plan = Plan.build(key, time, window, aggs, deduct)
+    missing = [c for c in plan.input_columns if c not in df.columns]
+    if missing:
+        raise AggregateError(f"columns not found: {missing}; the DataFrame has {df.columns}")
     if engine not in ("auto", "python"):
         raise AggregateError(f"engine must be 'auto' or 'python', got {engine!r}")
-    plan = Plan.build(key, time, window, aggs, deduct)
+    heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
     key_fields = [df.schema[k] for k in plan.keys]
     partial_fields = [*key_fields, *(_ddl(n, t) for n, t in plan.partial_spark_fields())]
     out_schema = StructType([*key_fields, *(_ddl(n, t) for n, t in output_schema_fields(plan))])
-    heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
-    return _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine, observation)
+    return plan, heartbeat, partial_fields, out_schema
 
 
 def _null_time_count(time: str, heartbeat: str | None) -> Column:

@@ -2,7 +2,7 @@
 
 Metadata lives in pyproject.toml; setuptools merges this file's ``ext_modules`` into it.
 Builds with a C compiler and Python's headers only: librdkafka is neither included nor linked
-(datasources/_rdkafka_api.h declares the part of its API the reader uses); at import the
+(datasources/kafka/_rdkafka_api.h declares the part of its API the reader uses); at import the
 extension uses the librdkafka that confluent-kafka bundles (docs/design.md). Without a
 compiler the extension is skipped with one warning (``JETSPARK_REQUIRE_NATIVE=1`` makes that
 an error) and jetkafka reads through confluent-kafka instead, which is slower.
@@ -43,9 +43,9 @@ class OptionalBuildExt(build_ext):
 setup(
     ext_modules=[
         Extension(
-            "jetspark.datasources._kafka_arrow",
-            sources=["datasources/_kafka_arrow.c"],
-            depends=["datasources/_rdkafka_api.h"],
+            "jetspark.datasources.kafka._kafka_arrow",
+            sources=["datasources/kafka/_kafka_arrow.c"],
+            depends=["datasources/kafka/_rdkafka_api.h"],
             libraries=["dl"],  # dlopen/dlsym (part of libc since glibc 2.34; -ldl is then a stub)
             extra_compile_args=["-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra",
                                 "-Wno-missing-field-initializers", "-Wno-cast-function-type"],

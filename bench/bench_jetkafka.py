@@ -3,7 +3,7 @@
 One topic (default 5 million records of ~100 bytes, 8 partitions; created and filled once,
 reused by later runs with the same size) is read from earliest to a ``noop`` sink with
 ``Trigger.AvailableNow`` by ``format("jetkafka")`` and by ``format("kafka")``
-(spark-sql-kafka from Maven Central, see ``jetspark.maven``), in one Spark session,
+(spark-sql-kafka from Maven Central, see ``jetspark.devtools.maven``), in one Spark session,
 alternating which goes first; the median of ``--repeat`` runs of each is reported as
 records per second, with their ratio and the load average. The ceiling is one plain
 confluent-kafka consumer reading the same topic in this Python process (touching each
@@ -80,9 +80,9 @@ def plain_consumer_rate(bootstrap: str, topic: str, partitions: int, records: in
 def main() -> int:
     args = parser(__doc__).parse_args()
     sys.path.insert(0, str(ROOT))
-    from jetspark.datasources.kafka_source import KafkaDataSource
-    from jetspark.maven import SPARK_KAFKA, spark_jars_conf
-    from jetspark.spark import local_session
+    from jetspark.datasources.kafka.source import KafkaDataSource
+    from jetspark.devtools.maven import SPARK_KAFKA, spark_jars_conf
+    from jetspark.devtools.spark import local_session
 
     bootstrap = kafka_bootstrap(args.reader)
     topic = ensure_topic(bootstrap, args.records, args.partitions, args.value_bytes)

@@ -101,8 +101,8 @@ def main() -> int:
     p.add_argument("--aborted", type=int, default=20_000, help="aborted records after each write")
     args = p.parse_args()
     sys.path.insert(0, str(ROOT))
-    from jetspark.maven import SPARK_KAFKA, spark_jars_conf
-    from jetspark.spark import local_session
+    from jetspark.devtools.maven import SPARK_KAFKA, spark_jars_conf
+    from jetspark.devtools.spark import local_session
 
     bootstrap = kafka_bootstrap(args.reader)
     spark = local_session("bench-jetkafka-chained", conf=spark_jars_conf(SPARK_KAFKA))

@@ -33,7 +33,7 @@ def amqp_url() -> str:
     url = os.environ.get("JETSPARK_AMQP_URL")
     if url:
         return url
-    from jetspark.services import local
+    from jetspark.devtools.services import local
 
     return local.status()["rabbitmq"].endpoint
 
@@ -115,8 +115,8 @@ def main() -> None:
     args = ap.parse_args()
     url = amqp_url()
     queue = f"bench_{uuid.uuid4().hex[:8]}"
-    from jetspark.datasources.rabbitmq_source import RabbitMQDataSource
-    from jetspark.spark import local_session
+    from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
+    from jetspark.devtools.spark import local_session
 
     spark = local_session("bench-jetrabbitmq")
     spark.dataSource.register(RabbitMQDataSource)

@@ -37,7 +37,7 @@ def _rss_mb() -> float:
 
 
 def fill(path: str, ids: int, batch: int, memory: int) -> float:
-    from jetspark.datasources.rabbitmq_dedup import DedupStore
+    from jetspark.datasources.rabbitmq.dedup import DedupStore
 
     store = DedupStore(path, retention_ms=10**12, memory_bytes=memory)
     t0 = time.perf_counter()
@@ -51,7 +51,7 @@ def probe(path: str, ids: int, batch: int, memory: int, rounds: int = 5) -> dict
     import random
 
     rss_before = _rss_mb()
-    from jetspark.datasources.rabbitmq_dedup import DedupStore
+    from jetspark.datasources.rabbitmq.dedup import DedupStore
 
     rss_imported = _rss_mb()
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@ The same cached DataFrame (``--rows`` rows of id bigint, name string, amount dou
 ``--partitions`` partitions) is written, in one Spark session, by
 
 * PostgreSQL: Spark's JDBC writer (``org.postgresql:postgresql`` from Maven Central via
-  ``jetspark.maven``, batched
+  ``jetspark.devtools.maven``, batched
   INSERTs; once with defaults and once with ``reWriteBatchedInserts=true``), and
   ``format("jetjdbc")`` in modes exactly-once, idempotent and at-least-once (COPY);
 * Kafka (key = id, value = name): Spark's Kafka sink (``spark-sql-kafka-0-10``,
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def endpoints() -> tuple[str, str]:
-    from jetspark.services import Endpoints, acquire
+    from jetspark.devtools.services import Endpoints, acquire
 
     env = Endpoints.from_env()
     if env.pg_dsn and env.kafka_bootstrap:
@@ -69,10 +69,10 @@ def per_task_overhead(dsn: str, schema: str, tasks: int) -> dict[str, float]:
     import pyarrow as pa
     from pyspark.sql import types as T
 
-    from jetspark.sinks.jdbc_options import JdbcSinkOptions
-    from jetspark.sinks.postgres_plain import copy_append, copy_upsert
-    from jetspark.sinks.postgres_resource import PostgresResource
-    from jetspark.sinks.postgres_target import prepare_target
+    from jetspark.sinks.jdbc.options import JdbcSinkOptions
+    from jetspark.sinks.jdbc.plain import copy_append, copy_upsert
+    from jetspark.sinks.jdbc.resource import PostgresResource
+    from jetspark.sinks.jdbc.target import prepare_target
     from jetspark.sinks.transactional import PartitionKey, commit_batch, write_partition
 
     spark_schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("name", T.StringType()),
@@ -120,10 +120,10 @@ def main() -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
     from pyspark.sql.datasource import DataSource
 
-    from jetspark.maven import POSTGRES_JDBC, SPARK_KAFKA, spark_jars_conf
-    from jetspark.sinks.jdbc_writer import JdbcDataSource
-    from jetspark.sinks.kafka_writer import make_kafka_writer
-    from jetspark.spark import local_session
+    from jetspark.devtools.maven import POSTGRES_JDBC, SPARK_KAFKA, spark_jars_conf
+    from jetspark.devtools.spark import local_session
+    from jetspark.sinks.jdbc.writer import JdbcDataSource
+    from jetspark.sinks.kafka.writer import make_kafka_writer
 
     class KafkaSinkBench(DataSource):  # what the jetkafka DataSource delegates to
         @classmethod

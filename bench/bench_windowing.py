@@ -324,7 +324,7 @@ def main() -> None:
     BUCKETS = args.buckets
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from jetspark.spark import local_session
+    from jetspark.devtools.spark import local_session
 
     conf = {
         "spark.sql.shuffle.partitions": "4",

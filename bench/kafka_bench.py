@@ -34,7 +34,7 @@ def kafka_bootstrap(reader: str) -> str:
     bootstrap = os.environ.get("JETSPARK_KAFKA_BOOTSTRAP")
     if bootstrap:
         return bootstrap
-    from jetspark.services import acquire
+    from jetspark.devtools.services import acquire
 
     return acquire(["kafka"]).endpoints.kafka_bootstrap
 
@@ -43,7 +43,7 @@ def worker_reader(spark) -> str:
     """The Kafka reader jetkafka's read tasks use, asked from a Spark Python worker."""
 
     def probe(_):
-        from jetspark.datasources.kafka_read import reader_description
+        from jetspark.datasources.kafka.read import reader_description
 
         yield reader_description()
 

@@ -4,7 +4,7 @@
 def __getattr__(name: str):
     # Lazy, so importing one source does not import the others (and pyspark) eagerly.
     if name == "read_kafka_stream":
-        from .kafka_stream import read_kafka_stream
+        from jetspark.datasources.kafka.stream import read_kafka_stream
 
         return read_kafka_stream
     raise AttributeError(name)

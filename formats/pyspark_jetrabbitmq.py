@@ -1,5 +1,5 @@
 """Auto-registration of ``format("jetrabbitmq")`` (PySpark imports ``pyspark_*`` modules)."""
 
-from jetspark.datasources.rabbitmq_source import RabbitMQDataSource as DefaultSource
+from jetspark.datasources.rabbitmq.source import RabbitMQDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

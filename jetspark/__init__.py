@@ -2,7 +2,7 @@
 
 Subpackages: ``jetspark.datasources`` (jetkafka, jetrabbitmq, watermarks),
 ``jetspark.sinks`` (jdbc, kafka), ``jetspark.windowing`` (frame windowing) and
-``jetspark.services`` (local Kafka/PostgreSQL/RabbitMQ for tests and the demo).
+``jetspark.devtools.services`` (local Kafka/PostgreSQL/RabbitMQ for tests and the demo).
 """
 
 from jetspark.errors import JetsparkError, OptionError

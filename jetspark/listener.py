@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
-from jetspark.inspect import (
+from jetspark.inspect.checkpoint import (
     JETRABBITMQ,
     PartitionState,
     SourceOffset,

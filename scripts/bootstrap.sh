@@ -23,7 +23,7 @@ command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
 compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || missing+=(rabbitmq-server)
-# jetkafka's native reader (datasources/_kafka_arrow.c) is compiled by pip install; it needs
+# jetkafka's native reader (datasources/kafka/_kafka_arrow.c) is compiled by pip install; it needs
 # no librdkafka package: it runs on the librdkafka bundled with confluent-kafka
 command -v gcc >/dev/null || missing+=(gcc)
 "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["include"] + "/Python.h"))' \
@@ -45,16 +45,16 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 stamp="$VENV/.jetspark-installed"
-native_ok() { "$VENV/bin/python" -c 'import sys, jetspark.datasources.kafka_native as k; sys.exit(not k.AVAILABLE)' 2>/dev/null; }
+native_ok() { "$VENV/bin/python" -c 'import sys, jetspark.datasources.kafka.native as k; sys.exit(not k.AVAILABLE)' 2>/dev/null; }
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-   || [ datasources/_kafka_arrow.c -nt "$stamp" ] || [ datasources/_rdkafka_api.h -nt "$stamp" ] \
+   || [ datasources/kafka/_kafka_arrow.c -nt "$stamp" ] || [ datasources/kafka/_rdkafka_api.h -nt "$stamp" ] \
    || ! native_ok; then
   say "installing jetspark and its dependencies into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   # gcc and Python's headers are checked above: a native reader that does not build is an error here
   JETSPARK_REQUIRE_NATIVE=1 "$VENV/bin/python" -m pip install -q -e ".[test,demo]"
   native_ok || die "jetkafka's native reader does not load: $("$VENV/bin/python" -c \
-    'import jetspark.datasources.kafka_native as k; print(k.IMPORT_ERROR)' 2>&1 | tail -n 1)"
+    'import jetspark.datasources.kafka.native as k; print(k.IMPORT_ERROR)' 2>&1 | tail -n 1)"
   touch "$stamp"
 fi
 # PySpark auto-registers formats by listing top-level modules (pkgutil.iter_modules), which

@@ -6,7 +6,7 @@
 
 import sys
 
-from jetspark.cli import main
+from jetspark.devtools.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["demo", *sys.argv[1:]]))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from jetspark.services import Endpoints, Services, acquire
+from jetspark.devtools.services import Endpoints, Services, acquire
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +23,7 @@ def services() -> Iterator[Services]:
     """
     handle = acquire()
     yield handle
-    from jetspark.datasources.kafka_read import close_pooled_consumers
+    from jetspark.datasources.kafka.read import close_pooled_consumers
 
     close_pooled_consumers()
     handle.release()
@@ -52,7 +52,7 @@ def amqp_url(endpoints: Endpoints) -> str:
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session for the whole run (local[2], UI off, RocksDB state)."""
-    from jetspark.spark import local_session
+    from jetspark.devtools.spark import local_session
 
     session = local_session("jetspark-tests")
     yield session
@@ -62,7 +62,7 @@ def spark():
 @pytest.fixture(scope="session")
 def spark_master() -> Iterator[str]:
     """A local standalone Spark cluster (master + 2 workers): its ``spark://`` URL."""
-    from jetspark.services import local
+    from jetspark.devtools.services import local
 
     endpoints, started = local.up(["spark"])
     yield endpoints.spark_master

@@ -5,10 +5,10 @@ aggs={"n": ops.count(), …})``; operations in :mod:`.ops`, user-defined ones by
 subclassing :class:`AggregateOperation` (see :mod:`.aggregate`).
 """
 
-from . import ops
-from .aggregate import EVENT_TIME, AggregateError, AggregateOperation, Field
-from .api import NULL_TIME_METRIC, STATE_APIS, window_aggregate
-from .windows import (
+from jetspark.windowing import ops
+from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation, Field
+from jetspark.windowing.api import NULL_TIME_METRIC, STATE_APIS, window_aggregate
+from jetspark.windowing.definitions import (
     SessionWindow,
     SlidingWindow,
     WindowDefinitionError,

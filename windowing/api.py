@@ -36,13 +36,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import BinaryType, DataType, LongType, StructField, StructType, TimestampType
 
-from .aggregate import EVENT_TIME, AggregateError, AggregateOperation
-from .native import native_partial_fields, native_result
-from .plan import BUCKET, FRAME, TS_TYPE, Plan
-from .stage1 import BLOB, WATERMARK, stage1_function
-from .stage2 import WINDOW_END, WINDOW_START, output_schema_fields, step
-from .state import STATE_DDL, pandas_with_state_function, stateful_processor
-from .windows import WindowDefinition
+from jetspark.windowing.accumulate_by_frame import BLOB, WATERMARK, stage1_function
+from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
+from jetspark.windowing.combine_to_window import WINDOW_END, WINDOW_START, output_schema_fields, step
+from jetspark.windowing.definitions import WindowDefinition
+from jetspark.windowing.native import native_partial_fields, native_result
+from jetspark.windowing.plan import BUCKET, FRAME, TS_TYPE, Plan
+from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
 
 HEARTBEAT = "heartbeat"
 _DELAY_KEY = "spark.watermarkDelayMs"
@@ -111,7 +111,7 @@ def window_aggregate(
     # below sees that the query has a watermark (Spark forbids defining a second one).
     wm_field = StructField(WATERMARK, TimestampType(), True, {_DELAY_KEY: delay_ms})
     # stage 1 hands stage 2 one row per (input partition, bucket): the bucket's partial
-    # table as Arrow IPC bytes (see .stage1)
+    # table as Arrow IPC bytes (see .accumulate_by_frame)
     packed_schema = StructType(
         [StructField(BLOB, BinaryType(), True), StructField(BUCKET, LongType(), True), wm_field]
     )

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from . import ops
-from .aggregate import AggregateOperation
+from jetspark.windowing import ops
+from jetspark.windowing.aggregate_operation import AggregateOperation
 
 
 def native_result(op: AggregateOperation) -> Column | None:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .aggregate import EVENT_TIME, Acc, AggregateOperation, Field
+from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateOperation, Field
 
 
 def _null_where(values: np.ndarray, null: np.ndarray) -> pa.Array:
@@ -291,7 +291,7 @@ class CollectSorted(AggregateOperation):
         return self._build(np.concatenate([ga, gb]), np.concatenate([ta, tb]), np.concatenate([va, vb]), n)
 
     def finish(self, acc: Acc) -> pa.Array:
-        from .aggregate import to_arrow
+        from jetspark.windowing.aggregate_operation import to_arrow
 
         return to_arrow(self.fields[1], acc[1])
 

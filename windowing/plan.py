@@ -16,8 +16,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .aggregate import EVENT_TIME, Acc, AggregateError, AggregateOperation, from_arrow, to_arrow
-from .windows import SessionWindow, SlidingWindow, WindowDefinition
+from jetspark.windowing.aggregate_operation import (
+    EVENT_TIME,
+    Acc,
+    AggregateError,
+    AggregateOperation,
+    from_arrow,
+    to_arrow,
+)
+from jetspark.windowing.definitions import SessionWindow, SlidingWindow, WindowDefinition
 
 FRAME = "__frame"
 START = "__start"

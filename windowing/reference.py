@@ -11,9 +11,9 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping
 
-from . import ops
-from .aggregate import AggregateOperation
-from .windows import SessionWindow, SlidingWindow, WindowDefinition
+from jetspark.windowing import ops
+from jetspark.windowing.aggregate_operation import AggregateOperation
+from jetspark.windowing.definitions import SessionWindow, SlidingWindow, WindowDefinition
 
 Event = tuple[object, int, Mapping[str, float | None]]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .aggregate import Acc, AggregateOperation, reduce_groups, take
+from jetspark.windowing.aggregate_operation import Acc, AggregateOperation, reduce_groups, take
 
 
 def merge_sessions(

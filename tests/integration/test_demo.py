@@ -13,13 +13,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from jetspark.demo_events import LAG_S, generate, split_phases
+from jetspark.devtools.demo.events import LAG_S, generate, split_phases
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS, PARTITIONS, DURATION_S = 800, 4, 120  # the demo's --partitions and --duration defaults
-WINDOW_MS, SLIDE_MS = 30_000, 10_000  # jetspark.demo_report's WINDOW and SLIDE
+WINDOW_MS, SLIDE_MS = 30_000, 10_000  # jetspark.devtools.demo.report's WINDOW and SLIDE
 
 
 def expected_run(start_ms: int) -> tuple[int, int, int]:
@@ -47,7 +47,7 @@ def test_demo_short_mode_passes_its_check_and_writes_the_report(kafka_bootstrap,
     env = {**os.environ, "JETSPARK_KAFKA_BOOTSTRAP": kafka_bootstrap, "JETSPARK_PG_DSN": pg_dsn,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run(
-        [sys.executable, "-m", "jetspark.cli", "demo", "--external", "--keep-services",
+        [sys.executable, "-m", "jetspark.devtools.cli", "demo", "--external", "--keep-services",
          "--records", str(RECORDS), "--partitions", str(PARTITIONS), "--duration", str(DURATION_S),
          "--start-ms", str(start_ms),
          "--batches", "3", "--pg-schema", pg_schema, "--report-dir", str(report)],

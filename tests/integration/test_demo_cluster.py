@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from jetspark.services import local
+from jetspark.devtools.services import local
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,8 @@ def test_demo_submitted_to_a_cluster_equals_the_local_run(spark_master, kafka_bo
     env = _env(kafka_bootstrap, pg_dsn)
 
     local = subprocess.run(
-        [sys.executable, "-m", "jetspark.cli", "demo", *args, "--report-dir", str(tmp_path / "local")],
+        [sys.executable, "-m", "jetspark.devtools.cli", "demo", *args,
+         "--report-dir", str(tmp_path / "local")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert local.returncode == 0, local.stdout[-4000:] + local.stderr[-4000:]
     assert re.findall(r"^spark: (.*)$", local.stdout, re.M) == ["local[2]"], local.stdout[-3000:]

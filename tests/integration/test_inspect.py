@@ -16,11 +16,11 @@ import psycopg
 import pytest
 from confluent_kafka import Producer
 
-from jetspark.cli import main
 from jetspark.datasources import read_kafka_stream
+from jetspark.devtools.cli import main
 from jetspark.inspect import inspect
 from jetspark.listener import BatchProgress, WatermarkListener
-from jetspark.sinks.jdbc_writer import JdbcDataSource
+from jetspark.sinks.jdbc.writer import JdbcDataSource
 
 pytestmark = pytest.mark.integration
 
@@ -166,7 +166,7 @@ def test_inspect_a_stopped_and_a_running_query(spark, kafka_bootstrap, kafka_top
 
 
 def test_inspect_a_stopped_jetrabbitmq_query(spark, amqp_url, rabbit_queue, tmp_path):
-    from jetspark.datasources.rabbitmq_source import RabbitMQDataSource
+    from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
     from tests.integration.scripts.rabbitmq_common import publish
 
     spark.dataSource.register(RabbitMQDataSource)

@@ -14,12 +14,12 @@ import pyarrow as pa
 import pytest
 from psycopg import sql
 
-from jetspark.services.registry import run_dir
-from jetspark.sinks.jdbc_options import JdbcSinkOptions
-from jetspark.sinks.jdbc_writer import JdbcDataSource
-from jetspark.sinks.postgres_plain import copy_upsert
-from jetspark.sinks.postgres_resource import PostgresResource, gid_of
-from jetspark.sinks.postgres_target import prepare_target
+from jetspark.devtools.services.registry import run_dir
+from jetspark.sinks.jdbc.options import JdbcSinkOptions
+from jetspark.sinks.jdbc.plain import copy_upsert
+from jetspark.sinks.jdbc.resource import PostgresResource, gid_of
+from jetspark.sinks.jdbc.target import prepare_target
+from jetspark.sinks.jdbc.writer import JdbcDataSource
 from jetspark.sinks.transactional import PartitionKey, SinkError, commit_batch, write_partition
 from tests.integration.scripts.sink_ids_source import IdsSource, ids_schema
 from tests.integration.scripts.sink_pg import (

@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from jetspark.services.registry import run_dir
+from jetspark.devtools.services.registry import run_dir
 from tests.faults_harness import run_script
 from tests.integration.scripts.sink_pg import (
     PrivateServer,

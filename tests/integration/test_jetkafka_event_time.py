@@ -11,10 +11,11 @@ import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from jetspark.datasources import kafka_native, read_kafka_stream
-from jetspark.datasources.kafka_event_time import EventTimeSpec
-from jetspark.datasources.kafka_read import RangeSpec, ReadSettings, read_range, scan_max_timestamps
-from jetspark.datasources.kafka_source import KafkaDataSource
+from jetspark.datasources import read_kafka_stream
+from jetspark.datasources.kafka import native as kafka_native
+from jetspark.datasources.kafka.event_time import EventTimeSpec
+from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range, scan_max_timestamps
+from jetspark.datasources.kafka.source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, produce
 from tests.unit.test_kafka_event_time import ISO_FORMS
 

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from jetspark.datasources.kafka_source import KafkaDataSource
+from jetspark.datasources.kafka.source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, numbered, produce
 
 pytestmark = pytest.mark.integration

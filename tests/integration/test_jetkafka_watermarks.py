@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from jetspark.datasources import read_kafka_stream
-from jetspark.datasources.kafka_source import KafkaDataSource
+from jetspark.datasources.kafka.source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, numbered, produce
 
 pytestmark = pytest.mark.integration

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from jetspark.datasources.rabbitmq_consumer import QueueConsumer, QueueError
-from jetspark.datasources.rabbitmq_driver import MissingMessageIdError, QueueDriver, WalGapError
-from jetspark.datasources.rabbitmq_options import RabbitMQOptions
-from jetspark.datasources.rabbitmq_wal import WalRange
+from jetspark.datasources.rabbitmq.consumer import QueueConsumer, QueueError
+from jetspark.datasources.rabbitmq.driver import MissingMessageIdError, QueueDriver, WalGapError
+from jetspark.datasources.rabbitmq.options import RabbitMQOptions
+from jetspark.datasources.rabbitmq.wal import WalRange
 from tests.integration.scripts.rabbitmq_common import publish, wait_counts
 
 pytestmark = pytest.mark.integration
@@ -170,7 +170,7 @@ def test_idle_connection_survives_heartbeats(amqp_url, rabbit_queue):
 
 def _take_over(driver: QueueDriver) -> int:
     """A successor (on another host) takes the driver's lease: the next epoch's file."""
-    from jetspark.datasources.rabbitmq_lease import Lease
+    from jetspark.datasources.rabbitmq.lease import Lease
 
     successor = Lease(driver.lease.location, 60_000, host="elsewhere")
     epoch = driver.lease.epoch + 1
@@ -179,7 +179,7 @@ def _take_over(driver: QueueDriver) -> int:
 
 
 def test_a_driver_that_lost_its_lease_touches_nothing(amqp_url, rabbit_queue, tmp_path):
-    from jetspark.datasources.rabbitmq_lease import LeaseLostError
+    from jetspark.datasources.rabbitmq.lease import LeaseLostError
 
     publish(amqp_url, rabbit_queue, ["a", "b", "c"])
     d = _driver(amqp_url, rabbit_queue, tmp_path)
@@ -213,7 +213,7 @@ def test_commit_dedups_only_the_file_of_the_logged_epoch(amqp_url, rabbit_queue,
 def _wal_rows(ids: list[str]):
     import pyarrow as pa
 
-    from jetspark.datasources.rabbitmq_wal import WAL_SCHEMA
+    from jetspark.datasources.rabbitmq.wal import WAL_SCHEMA
 
     n = len(ids)
     return pa.table({

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jetspark.datasources.rabbitmq_source import RabbitMQDataSource
+from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 from tests.faults_harness import run_script
 from tests.integration.scripts.rabbitmq_common import pg_received, publish, wait_counts
 
@@ -52,7 +52,7 @@ def test_driver_killed_at_each_point_delivers_exactly_once(
 
 
 def test_rabbitmq_restarted_mid_stream(spark, amqp_url, rabbit_queue, tmp_path):
-    from jetspark.services import local
+    from jetspark.devtools.services import local
 
     spark.dataSource.register(RabbitMQDataSource)
     ids = [f"m{i:03d}" for i in range(40)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jetspark.datasources.rabbitmq_source import RabbitMQDataSource
+from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 from tests.integration.scripts.rabbitmq_common import publish, queue_counts, ready_count, wait_counts
 
 pytestmark = pytest.mark.integration

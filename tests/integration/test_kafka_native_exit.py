@@ -2,7 +2,7 @@
 
 ``make test`` once hung after its last test: the session had stopped Kafka, and the exiting
 interpreter's deallocation of a pooled consumer blocked in librdkafka's destroy (joining its
-threads) while the consumers kept reconnecting to the stopped broker. Now kafka_read closes
+threads) while the consumers kept reconnecting to the stopped broker. Now the reader closes
 its pooled consumers at exit (and the test session before it stops Kafka), and the native
 reader never destroys a consumer while the interpreter finalizes. A child process reproduces
 the situation against a port that refuses connections; a hang is a ``subprocess.run`` timeout.

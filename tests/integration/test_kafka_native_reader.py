@@ -17,8 +17,8 @@ import confluent_kafka
 import pyarrow as pa
 import pytest
 
-from jetspark.datasources import kafka_native
-from jetspark.datasources.kafka_read import (
+from jetspark.datasources.kafka import native as kafka_native
+from jetspark.datasources.kafka.read import (
     RangeSpec,
     ReadSettings,
     read_range,
@@ -67,7 +67,7 @@ def test_one_librdkafka_in_a_process_that_uses_both_readers():
     """A fresh process that opened a native and a confluent-kafka consumer maps one librdkafka file."""
     code = """
 from confluent_kafka import Consumer
-from jetspark.datasources.kafka_native import NativeConsumer
+from jetspark.datasources.kafka.native import NativeConsumer
 conf = {"bootstrap.servers": "127.0.0.1:9", "group.id": "one-librdkafka"}
 native, confluent = NativeConsumer(conf), Consumer(conf)
 with open("/proc/self/maps") as maps:
@@ -86,7 +86,7 @@ print("\\n".join(sorted(files)))
 def test_a_library_without_librdkafkas_functions_is_refused_by_name():
     """load() resolves every function it needs, or fails naming the first one missing."""
     code = """
-from jetspark.datasources import _kafka_arrow
+from jetspark.datasources.kafka import _kafka_arrow
 try:
     _kafka_arrow.load("libc.so.6")
 except ImportError as e:
@@ -103,7 +103,7 @@ def test_spark_python_workers_use_the_native_reader(spark):
     """The worker imports the package like jetkafka's read tasks do (editable install included)."""
 
     def probe(_):
-        from jetspark.datasources.kafka_read import use_native as worker_use_native
+        from jetspark.datasources.kafka.read import use_native as worker_use_native
 
         yield worker_use_native()
 
@@ -206,8 +206,8 @@ def test_the_drivers_timestamp_scan_is_the_same_through_both_readers(kafka_boots
     a JSON event time."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from jetspark.datasources.kafka_event_time import EventTimeSpec
-    from jetspark.datasources.kafka_read import scan_max_timestamps
+    from jetspark.datasources.kafka.event_time import EventTimeSpec
+    from jetspark.datasources.kafka.read import scan_max_timestamps
 
     topic = kafka_topic(2)
     tid = f"scan-{uuid.uuid4().hex[:6]}"
@@ -244,7 +244,7 @@ def test_consumers_fetch_again_soon():
     filled, and a consumer at the log's end has a fetch in flight for fetch.wait.max.ms that a
     pooled consumer's next assignment waits for: the readers ask 10 ms for both unless the
     user sets them (docs/design.md)."""
-    from jetspark.datasources.kafka_read import consumer_conf
+    from jetspark.datasources.kafka.read import consumer_conf
 
     for name in ("fetch.queue.backoff.ms", "fetch.wait.max.ms"):
         assert consumer_conf({"bootstrap.servers": "b"})[name] == "10"

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from jetspark.errors import OptionError
-from jetspark.sinks.kafka_options import KafkaSinkOptions
-from jetspark.sinks.kafka_resource import KafkaResource
-from jetspark.sinks.kafka_rows import KafkaColumns
+from jetspark.sinks.kafka.options import KafkaSinkOptions
+from jetspark.sinks.kafka.resource import KafkaResource
+from jetspark.sinks.kafka.rows import KafkaColumns
 from jetspark.sinks.transactional import PartitionKey, SinkError, write_partition
 from tests.integration.scripts.sink_ids_source import IdsSource
 from tests.integration.scripts.sink_kafka_read import committed_marker, read_topic
@@ -148,8 +148,8 @@ def test_bad_dataframe_and_options_fail_before_writing(registered, kafka_bootstr
 def test_mixin_composes_with_the_jetkafka_source_class():
     from pyspark.sql import types as T
 
-    from jetspark.datasources.kafka_source import KafkaDataSource
-    from jetspark.sinks.kafka_writer import KafkaSinkMixin, KafkaStreamWriter
+    from jetspark.datasources.kafka.source import KafkaDataSource
+    from jetspark.sinks.kafka.writer import KafkaSinkMixin, KafkaStreamWriter
 
     class Combined(KafkaSinkMixin, KafkaDataSource):
         pass

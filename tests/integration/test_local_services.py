@@ -9,9 +9,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from jetspark.services import local, rabbitmq
-from jetspark.services.process import pid_alive
-from jetspark.services.registry import Registry
+from jetspark.devtools.services import local, rabbitmq
+from jetspark.devtools.services.process import pid_alive
+from jetspark.devtools.services.registry import Registry
 
 pytestmark = pytest.mark.integration
 

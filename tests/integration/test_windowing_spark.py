@@ -515,7 +515,7 @@ def test_streaming_null_time_metric_takes_the_name_given(spark, tmp_path):
     """Two window aggregations in one query need two metric names: ``observation`` names it."""
     from pyspark.sql import Observation
 
-    from jetspark.windowing.aggregate import AggregateError
+    from jetspark.windowing.aggregate_operation import AggregateError
 
     folder = tmp_path / "in"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""Every built-in aggregate operation obeys the laws written in jetspark.windowing.aggregate."""
+"""Every built-in aggregate operation obeys the laws written in jetspark.windowing.aggregate_operation."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from jetspark.windowing import ops
-from jetspark.windowing.aggregate import AggregateOperation, accumulate_rows, reduce_groups
+from jetspark.windowing.aggregate_operation import AggregateOperation, accumulate_rows, reduce_groups
 
 OPS = {
     "count": lambda: ops.count(),

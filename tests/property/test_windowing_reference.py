@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jetspark.windowing import ops, session, sliding
+from jetspark.windowing.accumulate_by_frame import accumulate_events, merge_partials
+from jetspark.windowing.combine_to_window import step
 from jetspark.windowing.plan import Plan
 from jetspark.windowing.reference import reference_windows
-from jetspark.windowing.stage1 import accumulate_events, merge_partials
-from jetspark.windowing.stage2 import step
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 SEC = 1_000_000

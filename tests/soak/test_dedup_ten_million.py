@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jetspark.datasources.rabbitmq_dedup import DedupStore
+from jetspark.datasources.rabbitmq.dedup import DedupStore
 from tests.faults_harness import run_script
 from tests.integration.scripts.rabbitmq_common import pg_received, publish, wait_counts
 

@@ -8,22 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from jetspark.cli import main
-from jetspark.demo_report import Batch, progress_line
-from jetspark.inspect import (
+from jetspark.devtools.cli import main
+from jetspark.devtools.demo.report import Batch, progress_line
+from jetspark.inspect import Report, inspect
+from jetspark.inspect.checkpoint import (
     JETKAFKA,
     JETRABBITMQ,
     OTHER,
     CheckpointError,
     PartitionState,
-    inspect,
     parse_offset_entry,
     parse_source_offset,
     read_checkpoint,
     slowest_of,
 )
-from jetspark.inspect_report import Report
-from jetspark.inspect_services import PartitionLag, PreparedTransaction, wal_state
+from jetspark.inspect.services import PartitionLag, PreparedTransaction, wal_state
 from jetspark.listener import batch_progress, format_line
 
 QUERY_ID = "6f1c1f9e-1111-4222-8333-444455556666"
@@ -246,9 +245,9 @@ def test_wal_state_counts_wal_messages_dedup_and_lease_files(tmp_path):
     import numpy as np
     import pyarrow as pa
 
-    from jetspark.datasources.rabbitmq_dedup import DedupStore
-    from jetspark.datasources.rabbitmq_lease import Lease
-    from jetspark.datasources.rabbitmq_wal import WAL_SCHEMA, WalRange, WriteAheadLog
+    from jetspark.datasources.rabbitmq.dedup import DedupStore
+    from jetspark.datasources.rabbitmq.lease import Lease
+    from jetspark.datasources.rabbitmq.wal import WAL_SCHEMA, WalRange, WriteAheadLog
 
     def rows(n: int) -> pa.Table:
         return pa.table({"message_id": [f"m{i}" for i in range(n)], "body": [b"x"] * n,

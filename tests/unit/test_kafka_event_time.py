@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jetspark.datasources import kafka_event_time
-from jetspark.datasources.kafka_event_time import (
+from jetspark.datasources.kafka import event_time as kafka_event_time
+from jetspark.datasources.kafka.event_time import (
     EventTimeSpec,
     MalformedEventTimeError,
     event_times,

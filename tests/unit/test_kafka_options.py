@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from pyspark.sql.datasource import DataSource
 
-from jetspark.datasources.kafka_offsets import KafkaOffset
-from jetspark.datasources.kafka_options import EARLIEST, LATEST, KafkaSourceOptions
-from jetspark.datasources.kafka_read import RangeSpec
-from jetspark.datasources.kafka_source import prorate, split_ranges
+from jetspark.datasources.kafka.offsets import KafkaOffset
+from jetspark.datasources.kafka.options import EARLIEST, LATEST, KafkaSourceOptions
+from jetspark.datasources.kafka.read import RangeSpec
+from jetspark.datasources.kafka.source import prorate, split_ranges
 from jetspark.datasources.watermarks import PartitionMark, TrackerState
 from jetspark.errors import OptionError
 
@@ -123,7 +123,7 @@ def test_format_module_exposes_default_source():
 
 
 def test_a_kafka_setting_librdkafka_rejects_is_named():
-    from jetspark.datasources.kafka_broker import validate_consumer_conf
+    from jetspark.datasources.kafka.broker import validate_consumer_conf
 
     with pytest.raises(OptionError) as err:
         validate_consumer_conf({"bootstrap.servers": "127.0.0.1:9", "group.id": "g",

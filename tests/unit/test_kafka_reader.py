@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
-from jetspark.datasources import kafka_source
-from jetspark.datasources.kafka_options import KafkaSourceOptions
-from jetspark.datasources.kafka_read import DataLossError
-from jetspark.datasources.kafka_source import Heartbeat, KafkaRange, KafkaStreamReader
+from jetspark.datasources.kafka import source as kafka_source
+from jetspark.datasources.kafka.options import KafkaSourceOptions
+from jetspark.datasources.kafka.read import DataLossError
+from jetspark.datasources.kafka.source import Heartbeat, KafkaRange, KafkaStreamReader
 
 T = "t"
 

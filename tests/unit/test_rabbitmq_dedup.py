@@ -7,8 +7,8 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jetspark.datasources import rabbitmq_dedup
-from jetspark.datasources.rabbitmq_dedup import DedupStore
+from jetspark.datasources.rabbitmq import dedup as rabbitmq_dedup
+from jetspark.datasources.rabbitmq.dedup import DedupStore
 
 
 class Clock:
@@ -106,7 +106,7 @@ def test_a_filter_of_another_hash_is_rebuilt_not_trusted(tmp_path):
 @given(st.sets(st.text(max_size=8), max_size=300), st.sets(st.text(max_size=8), max_size=300),
        st.floats(0.5, 10))
 def test_bloom_filter_has_no_false_negatives(added, others, bits_per_id):
-    from jetspark.datasources.bloom import BloomFilter, hash64
+    from jetspark.datasources.rabbitmq.bloom import BloomFilter, hash64
 
     f = BloomFilter.build(hash64(sorted(added)), bits_per_id, 0)
     again = BloomFilter.from_bytes(f.to_bytes())
@@ -118,7 +118,7 @@ def test_bloom_filter_has_no_false_negatives(added, others, bits_per_id):
 @settings(max_examples=50, deadline=None)
 @given(st.sets(st.text(max_size=8), max_size=300), st.integers(0, 6))
 def test_a_folded_bloom_filter_still_has_no_false_negatives(added, folds):
-    from jetspark.datasources.bloom import BloomFilter, hash64
+    from jetspark.datasources.rabbitmq.bloom import BloomFilter, hash64
 
     hashes = hash64(sorted(added))
     f = BloomFilter.build(hashes, 10, 0)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from jetspark.datasources.rabbitmq_lease import Lease, LeaseHeldError, LeaseLostError, process_start
+from jetspark.datasources.rabbitmq.lease import Lease, LeaseHeldError, LeaseLostError, process_start
 
 
 def _dead_pid() -> int:
@@ -86,7 +86,7 @@ def test_a_half_written_lease_file_is_waited_for_not_ignored(tmp_path):
 
 
 def test_a_reused_pid_is_not_a_live_holder(tmp_path):
-    from jetspark.datasources.rabbitmq_lease import Holder
+    from jetspark.datasources.rabbitmq.lease import Holder
 
     me = os.getpid()
     assert Holder(1, "o", "h", me, process_start(me), 0).alive_here()

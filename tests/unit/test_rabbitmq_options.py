@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jetspark.datasources.rabbitmq_options import RabbitMQOptions
+from jetspark.datasources.rabbitmq.options import RabbitMQOptions
 from jetspark.errors import JetsparkError, OptionError
 
 BASE = {"url": "amqp://guest:secret@localhost:5672/%2F", "queue": "q", "walLocation": "/tmp/wal"}

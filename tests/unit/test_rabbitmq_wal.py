@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from jetspark.datasources.rabbitmq_wal import WAL_SCHEMA, WalRange, WriteAheadLog, durable_write
+from jetspark.datasources.rabbitmq.wal import WAL_SCHEMA, WalRange, WriteAheadLog, durable_write
 
 
 def _rows(n: int, first: int = 0) -> pa.Table:

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jetspark.datasources.rabbitmq_watermark import QueueWatermark
+from jetspark.datasources.rabbitmq.watermark import QueueWatermark
 
 
 class Clock:

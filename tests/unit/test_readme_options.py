@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from jetspark.datasources import kafka_options, rabbitmq_options
+from jetspark.datasources.kafka import options as kafka_options
+from jetspark.datasources.rabbitmq import options as rabbitmq_options
 from jetspark.errors import OptionError
-from jetspark.sinks import jdbc_options
-from jetspark.sinks import kafka_options as sink_kafka_options
+from jetspark.sinks.jdbc import options as jdbc_options
+from jetspark.sinks.kafka import options as sink_kafka_options
 from jetspark.windowing import window_aggregate
 from tests import readme
 

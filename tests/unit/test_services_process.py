@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from jetspark.devtools.services import kafka, postgres, rabbitmq
+from jetspark.devtools.services.endpoints import Endpoints
+from jetspark.devtools.services.process import ensure_port_free, free_port, pid_alive, spawn, stop, wait_ready
 from jetspark.errors import ServiceError
 from jetspark.redaction import redact_dsn
-from jetspark.services import kafka, postgres, rabbitmq
-from jetspark.services.endpoints import Endpoints
-from jetspark.services.process import ensure_port_free, free_port, pid_alive, spawn, stop, wait_ready
 
 
 def test_taken_port_is_named(tmp_path):

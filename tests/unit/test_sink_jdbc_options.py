@@ -9,10 +9,10 @@ import pytest
 from pyspark.sql import types as T
 
 from jetspark.errors import OptionError
-from jetspark.sinks.arrow_copy import to_csv
-from jetspark.sinks.jdbc_options import DEFAULT_MARKER_TABLE, JdbcSinkOptions, TableName
-from jetspark.sinks.jdbc_schema import TableColumn, check_supported, create_table_sql, mismatches
-from jetspark.sinks.postgres_resource import gid_of, parse_gid
+from jetspark.sinks.jdbc.arrow_copy import to_csv
+from jetspark.sinks.jdbc.options import DEFAULT_MARKER_TABLE, JdbcSinkOptions, TableName
+from jetspark.sinks.jdbc.resource import gid_of, parse_gid
+from jetspark.sinks.jdbc.schema import TableColumn, check_supported, create_table_sql, mismatches
 from jetspark.sinks.transactional import PartitionKey, SinkError
 
 BASE = {"url": "postgresql://u@h:5432/db", "table": "events"}

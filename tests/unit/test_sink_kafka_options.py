@@ -7,8 +7,8 @@ import pytest
 from pyspark.sql import types as T
 
 from jetspark.errors import OptionError
-from jetspark.sinks.kafka_options import KafkaSinkOptions
-from jetspark.sinks.kafka_rows import KafkaColumns, check_schema, produce_batch
+from jetspark.sinks.kafka.options import KafkaSinkOptions
+from jetspark.sinks.kafka.rows import KafkaColumns, check_schema, produce_batch
 from jetspark.sinks.transactional import SinkError
 
 BASE = {"kafka.bootstrap.servers": "h:9092", "topic": "out"}

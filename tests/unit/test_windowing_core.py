@@ -19,10 +19,10 @@ from jetspark.windowing import (
     sliding,
     tumbling,
 )
-from jetspark.windowing.frames import SlidingWindowPolicy
+from jetspark.windowing.accumulate_by_frame import accumulate_events, stage1_function
+from jetspark.windowing.combine_to_window import step
 from jetspark.windowing.plan import Plan
-from jetspark.windowing.stage1 import accumulate_events, stage1_function
-from jetspark.windowing.stage2 import step
+from jetspark.windowing.policy import SlidingWindowPolicy
 
 SEC = 1_000_000
 

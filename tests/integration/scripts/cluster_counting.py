@@ -11,7 +11,7 @@ import sys
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from jetspark.spark import local_session
+from jetspark.devtools.spark import local_session
 
 TOTAL = 20_000
 

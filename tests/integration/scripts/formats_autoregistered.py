@@ -9,7 +9,7 @@ import sys
 
 import psycopg
 
-from jetspark.spark import local_session
+from jetspark.devtools.spark import local_session
 
 
 def main(bootstrap: str, topic: str, dsn: str, table: str) -> None:

@@ -14,8 +14,8 @@ import os
 import sys
 
 from jetspark import faults
-from jetspark.datasources.kafka_source import KafkaDataSource
-from jetspark.spark import local_session
+from jetspark.datasources.kafka.source import KafkaDataSource
+from jetspark.devtools.spark import local_session
 
 
 def main() -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import atexit
 import sys
 
-from jetspark.datasources import kafka_read
-from jetspark.datasources.kafka_native import NativeConsumer
+from jetspark.datasources.kafka import read as kafka_read
+from jetspark.datasources.kafka.native import NativeConsumer
 
 bootstrap, mode = sys.argv[1], sys.argv[2]
 base = {"bootstrap.servers": bootstrap, "group.id": "native-exit", "debug": "generic",

@@ -3,7 +3,7 @@
 ``python native_stress_child.py <bootstrap> <topic> <cycles> <threads>``: the topic has 2
 partitions of 60 records (offsets 0-59). Cycle ``i`` reads 30 offsets of partition ``i % 2``
 and checks them; its consumer is closed explicitly, dropped (deallocated) or taken from and
-returned to kafka_read's pool, in turn. Prints ``ok <cycles>``; any error exits non-zero.
+returned to the reader's pool, in turn. Prints ``ok <cycles>``; any error exits non-zero.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from jetspark.datasources.kafka_native import NativeConsumer
-from jetspark.datasources.kafka_read import RangeSpec, ReadSettings, consumer_conf, read_range
+from jetspark.datasources.kafka.native import NativeConsumer
+from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, consumer_conf, read_range
 
 bootstrap, topic, cycles, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 KAFKA = {"bootstrap.servers": bootstrap, "group.id": f"native-stress-{uuid.uuid4().hex[:8]}"}

@@ -41,7 +41,7 @@ def ready_count(url: str, queue: str) -> int:
 
 def queue_counts(queue: str) -> tuple[int, int]:
     """(ready, unacked) of ``queue`` on the local jetspark RabbitMQ node, via rabbitmqctl."""
-    from jetspark.services import local
+    from jetspark.devtools.services import local
 
     rec = local.status()["rabbitmq"]
     env = dict(os.environ, HOME=rec.data_dir, ERL_EPMD_PORT=str(rec.ports["epmd"]))

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import sys
 
-from jetspark.spark import local_session
+from jetspark.devtools.spark import local_session
 from tests.integration.scripts.rabbitmq_common import pg_batch_writer, pg_sink_table
 
 
 def main() -> None:
     url, queue, wal, checkpoint, dsn, schema, max_per_trigger = sys.argv[1:8]
     spark = local_session("jetrabbitmq-kill-test")
-    from jetspark.datasources.rabbitmq_source import RabbitMQDataSource
+    from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 
     spark.dataSource.register(RabbitMQDataSource)
     table = pg_sink_table(dsn, schema)

@@ -18,8 +18,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_HERE, os.environ.get("
 
 from sink_ids_source import IdsSource  # noqa: E402
 
-from jetspark.sinks.jdbc_writer import JdbcDataSource  # noqa: E402
-from jetspark.spark import local_session  # noqa: E402
+from jetspark.devtools.spark import local_session  # noqa: E402
+from jetspark.sinks.jdbc.writer import JdbcDataSource  # noqa: E402
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
     python sink_kafka_query.py BOOTSTRAP TOPIC CHECKPOINT MODE TOTAL STEP
 
 The sink is reached through a small test DataSource (``jetkafka_sink_test``) that delegates
-to ``jetspark.sinks.kafka_writer``, as the ``jetkafka`` source's DataSource does. Python
+to ``jetspark.sinks.kafka.writer``, as the ``jetkafka`` source's DataSource does. Python
 workers run without the PySpark daemon, so a fault point kills the whole driver.
 """
 
@@ -20,7 +20,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_HERE, os.environ.get("
 from sink_ids_source import IdsSource  # noqa: E402
 from sink_kafka_test_source import KafkaSinkTestSource  # noqa: E402
 
-from jetspark.spark import local_session  # noqa: E402
+from jetspark.devtools.spark import local_session  # noqa: E402
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource
 
-from jetspark.sinks.kafka_writer import KafkaSinkMixin
+from jetspark.sinks.kafka.writer import KafkaSinkMixin
 
 
 class KafkaSinkTestSource(KafkaSinkMixin, DataSource):

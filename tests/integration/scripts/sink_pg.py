@@ -11,9 +11,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from jetspark.services import postgres
-from jetspark.services.process import stop
-from jetspark.services.registry import ServiceRecord
+from jetspark.devtools.services import postgres
+from jetspark.devtools.services.process import stop
+from jetspark.devtools.services.registry import ServiceRecord
 
 
 def id_counts(dsn: str, schema: str, table: str) -> Counter:

@@ -18,7 +18,7 @@ import sys
 
 from pyspark.sql import functions as F
 
-from jetspark.spark import local_session
+from jetspark.devtools.spark import local_session
 
 
 def source(spark, c: dict):

@@ -1,0 +1,1 @@
+"""jetkafka, the source: per-partition watermarks over a replayable Kafka topic."""

@@ -1,0 +1,177 @@
+"""Driver-side questions to the Kafka cluster: which partitions, which offsets, which timestamps."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping
+
+from confluent_kafka import Consumer, IsolationLevel, KafkaException
+from confluent_kafka import TopicPartition as KTopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import OffsetSpec as KOffsetSpec
+
+from jetspark.datasources.kafka.offsets import TopicPartition
+from jetspark.datasources.kafka.options import KafkaSourceOptions
+from jetspark.errors import JetsparkError, OptionError
+
+_TIMEOUT_S = 30.0
+_CHECK_PATIENCE_S = 5.0
+# librdkafka consumer-only settings an admin client would only warn about.
+_CONSUMER_ONLY = ("group.", "isolation.level", "fetch.", "queued.", "max.partition.", "session.",
+                  "heartbeat.", "max.poll.", "partition.assignment", "auto.", "enable.auto",
+                  "check.crcs", "enable.partition.eof")
+
+
+class KafkaError(JetsparkError):
+    """Kafka could not answer a question the source asked."""
+
+
+def admin_conf(kafka: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in kafka.items() if not k.startswith(_CONSUMER_ONLY)}
+
+
+def make_admin(kafka: Mapping[str, str]) -> AdminClient:
+    """An admin client; a setting librdkafka rejects becomes an OptionError naming it."""
+    validate_consumer_conf(kafka)
+    return AdminClient(admin_conf(kafka))
+
+
+def validate_consumer_conf(kafka: Mapping[str, str]) -> None:
+    """Build (and drop) a consumer, so a bad ``kafka.*`` option fails on the driver, by name."""
+    from jetspark.datasources.kafka.read import consumer_conf
+
+    try:
+        Consumer(consumer_conf(kafka)).close()
+    except (KafkaException, ValueError, TypeError) as e:
+        text = str(e.args[0] if e.args else e)
+        bad = next((k for k in kafka if f'"{k}"' in text), None) or _offender(kafka)
+        option = f"kafka.{bad}" if bad else "kafka.*"
+        value = kafka.get(bad) if bad else sorted(kafka)
+        raise OptionError(option, value, f"a setting librdkafka accepts ({text})") from None
+
+
+def _offender(kafka: Mapping[str, str]) -> str | None:
+    """The first setting librdkafka rejects on its own (error path only)."""
+    for key, value in kafka.items():
+        try:
+            Consumer({"group.id": "jetkafka-validate", key: value}).close()
+        except (KafkaException, ValueError, TypeError):
+            return key
+    return None
+
+
+class KafkaBroker:
+    """A lazily opened admin client answering the source's metadata and offset questions."""
+
+    def __init__(self, options: KafkaSourceOptions) -> None:
+        self.options = options
+        self._admin: AdminClient | None = None
+        self._consumer: Consumer | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = make_admin(self.options.kafka)
+        return self._admin
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        """The topic-partitions the subscription covers right now (sorted)."""
+        sub = self.options.subscription
+        if sub.kind == "assign":
+            return sorted(sub.assigned)
+        try:
+            meta = self.admin.list_topics(timeout=_TIMEOUT_S)
+        except KafkaException as e:
+            raise KafkaError(f"cannot list Kafka topics: {e}") from None
+        if sub.kind == "subscribe":
+            names = [t for t in sub.topics if t in meta.topics]
+        else:
+            rx = re.compile(sub.pattern or "")
+            names = [t for t in meta.topics if not t.startswith("__") and rx.fullmatch(t)]
+        out = []
+        for name in names:
+            topic = meta.topics[name]
+            if topic.error is not None:
+                continue
+            out.extend((name, p) for p in topic.partitions)
+        return sorted(out)
+
+    def _list(self, specs: Mapping[TopicPartition, KOffsetSpec]) -> dict[TopicPartition, tuple[int, int]]:
+        if not specs:
+            return {}
+        level = (IsolationLevel.READ_COMMITTED if self.options.isolation_committed
+                 else IsolationLevel.READ_UNCOMMITTED)
+        request = {KTopicPartition(t, p): spec for (t, p), spec in specs.items()}
+        try:
+            futures = self.admin.list_offsets(request, isolation_level=level, request_timeout=_TIMEOUT_S)
+            out = {}
+            for ktp, fut in futures.items():
+                info = fut.result(timeout=_TIMEOUT_S)
+                out[(ktp.topic, ktp.partition)] = (info.offset, info.timestamp)
+            return out
+        except KafkaException as e:
+            raise KafkaError(f"cannot list offsets of {sorted(specs)}: {e}") from None
+
+    def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: o for tp, (o, _) in self._list({tp: KOffsetSpec.earliest() for tp in tps}).items()}
+
+    def latest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """End offsets under the consumer's isolation level (last stable offset when committed)."""
+        return {tp: o for tp, (o, _) in self._list({tp: KOffsetSpec.latest() for tp in tps}).items()}
+
+    def max_timestamp(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """(offset, timestamp) of the record with the greatest timestamp; (-1, -1) when empty."""
+        return self._list({tp: KOffsetSpec.max_timestamp() for tp in tps})
+
+    def for_timestamps(self, stamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Earliest offset whose timestamp is >= the given one; -1 when there is none."""
+        got = self._list({tp: KOffsetSpec.for_timestamp(ts) for tp, ts in stamps.items()})
+        return {tp: o for tp, (o, _) in got.items()}
+
+    def data_record_timestamps(
+        self, offsets: Mapping[TopicPartition, int],
+    ) -> dict[TopicPartition, int | None]:
+        """Timestamp of the record at exactly each offset when it is a data record the
+        consumer's isolation level shows; None when it is not (a transaction marker, an
+        aborted record under read_committed, a compacted-away or deleted one).
+
+        One fetch per partition with a consumer kept for the reader's life: the consumer
+        skips control records and aborted data, so it returns a later offset (or the end).
+        """
+        from jetspark.datasources.kafka.read import consumer_conf
+
+        out: dict[TopicPartition, int | None] = {tp: None for tp in offsets}
+        if not offsets:
+            return out
+        if self._consumer is None:
+            # Small fetches: it reads one record per partition per batch. (No queued.min.messages
+            # tweak: librdkafka then backs off fetch.queue.backoff.ms, 1 s, before fetching again.)
+            self._consumer = Consumer({**consumer_conf(self.options.kafka),
+                                       "max.partition.fetch.bytes": str(64 << 10), "fetch.wait.max.ms": "10"})
+        consumer = self._consumer
+        todo = dict(offsets)
+        try:
+            consumer.assign([KTopicPartition(t, p, o) for (t, p), o in todo.items()])
+            # A check, not a read the query depends on: a partition that does not answer soon
+            # stays None (unverified), and the driver reads its range instead.
+            deadline = time.monotonic() + min(self.options.poll_timeout_ms / 1000, _CHECK_PATIENCE_S)
+            while todo and time.monotonic() < deadline:
+                for m in consumer.consume(len(todo), 0.1):
+                    tp = (m.topic(), m.partition())
+                    if tp not in todo:
+                        continue
+                    if m.error() is None and m.offset() == todo[tp]:
+                        out[tp] = m.timestamp()[1]
+                    del todo[tp]  # a later offset, end of partition or an error: not a data record
+        except KafkaException as e:
+            raise KafkaError(f"cannot read records at {sorted(offsets.items())}: {e}") from None
+        finally:
+            consumer.unassign()
+        return out
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        self._admin = None

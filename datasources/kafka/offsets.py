@@ -1,0 +1,93 @@
+"""The ``jetkafka`` offset as stored in Spark's offset log (and shown in ``query.lastProgress``).
+
+JSON layout (one micro-batch's end offset)::
+
+    {
+      "offsets":    {"orders": {"0": 1200, "1": 1187}},        # next record to read
+      "from":       {"orders": {"1": 0}},                      # see below (usually absent)
+      "watermark":  1700000123000,                             # coalesced W, epoch ms (or null)
+      "partitions": {"orders": {"0": {"maxTs": 1700000125000, "wm": 1700000123000,
+                                      "idle": false, "progressMs": 1700000200000}, ...}}
+    }
+
+``offsets`` has the shape of Spark's own Kafka source offsets. ``from`` names where this
+batch's range of a partition starts when that is not the previous batch's offset: every
+partition of the first batch (its start comes from ``startingOffsets``, which may mean
+"latest" at the time), and partitions discovered later (earliest). So a batch replayed after
+a crash reads exactly the same records. ``partitions`` is the watermark tracker state
+(:mod:`jetspark.datasources.watermarks`): per-partition max event time, watermark, idle
+flag and the driver time it last advanced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from jetspark.datasources.watermarks import PartitionMark, TrackerState
+
+TopicPartition = tuple[str, int]
+
+
+def tp_key(tp: TopicPartition) -> str:
+    """Tracker key of a topic-partition (Kafka topic names cannot contain ':')."""
+    return f"{tp[0]}:{tp[1]}"
+
+
+def key_tp(key: str) -> TopicPartition:
+    topic, _, partition = key.rpartition(":")
+    return topic, int(partition)
+
+
+def _nest(values: Mapping[TopicPartition, object]) -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
+    for (topic, partition), value in sorted(values.items()):
+        out.setdefault(topic, {})[str(partition)] = value
+    return out
+
+
+def _flat(nested: Mapping[str, Mapping[str, object]] | None) -> dict[TopicPartition, object]:
+    return {(t, int(p)): v for t, parts in (nested or {}).items() for p, v in parts.items()}
+
+
+@dataclass(frozen=True)
+class KafkaOffset:
+    """Next offsets per topic-partition, plus the watermark tracker state."""
+
+    next: Mapping[TopicPartition, int]
+    tracker: TrackerState = field(default_factory=TrackerState)
+    range_from: Mapping[TopicPartition, int] = field(default_factory=dict)
+    initial: bool = False
+    """True for ``initialOffset()``: the first batch records where it started in ``from``."""
+
+    def start_of(self, tp: TopicPartition, previous: KafkaOffset) -> int | None:
+        """Where this batch's range of ``tp`` begins (None: the partition is not read)."""
+        if tp in self.range_from:
+            return self.range_from[tp]
+        return previous.next.get(tp)
+
+    def to_json(self, lag_ms: int) -> dict:
+        out: dict = {"offsets": _nest(self.next)}
+        if self.range_from:
+            out["from"] = _nest(self.range_from)
+        if self.initial:
+            out["initial"] = True
+        out["watermark"] = self.tracker.watermark
+        out["partitions"] = _nest(
+            {key_tp(k): m.to_json(lag_ms) for k, m in self.tracker.partitions.items()}
+        )
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> KafkaOffset:
+        marks = {tp_key(tp): PartitionMark.from_json(m)  # type: ignore[arg-type]
+                 for tp, m in _flat(data.get("partitions")).items()}
+        return cls(
+            next={tp: int(o) for tp, o in _flat(data.get("offsets")).items()},  # type: ignore[call-overload]
+            tracker=TrackerState(marks, data.get("watermark")),
+            range_from={tp: int(o) for tp, o in _flat(data.get("from")).items()},  # type: ignore[call-overload]
+            initial=bool(data.get("initial", False)),
+        )
+
+    def partitions(self) -> Iterable[TopicPartition]:
+        return sorted(self.next)

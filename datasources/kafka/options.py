@@ -1,0 +1,224 @@
+"""Options of the ``jetkafka`` source, parsed once into a frozen, validated object.
+
+Names and meanings follow Spark's built-in ``kafka`` source, so ``format("kafka")`` →
+``format("jetkafka")`` keeps working for the common options; ``watermark.*`` are ours.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from jetspark.datasources.kafka.event_time import EventTimeSpec
+from jetspark.datasources.watermarks import WatermarkPolicy
+from jetspark.errors import OptionError
+from jetspark.options import Options
+
+EARLIEST = -2
+LATEST = -1
+
+KNOWN = (
+    "subscribe", "subscribePattern", "assign",
+    "startingOffsets", "startingOffsetsByTimestamp", "startingTimestamp",
+    "startingOffsetsByTimestampStrategy", "endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp",
+    "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
+    "failOnDataLoss", "includeHeaders", "minPartitions", "groupIdPrefix",
+    "kafkaConsumer.pollTimeoutMs", "maxRecordsPerChunk",
+    "watermark.lag", "watermark.idleTimeout", "watermark.lateRecords", "watermark.advanceWhenIdle",
+    "watermark.maxTimestampFrom", "eventTime.field", "eventTime.format", "eventTime.onMalformed",
+)
+# librdkafka settings the source owns (Spark's Kafka source rejects the same ones).
+_OWNED_KAFKA = {
+    "enable.auto.commit": "the source never commits offsets to Kafka (they live in the checkpoint)",
+    "auto.offset.reset": "use startingOffsets",
+    "enable.partition.eof": "the source manages it",
+}
+_OFFSETS_JSON = 'earliest, latest, or JSON such as {"topic":{"0":23,"1":-2}} (-2 earliest, -1 latest)'
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """Exactly one of: a topic list, a topic regex, or fixed topic-partitions."""
+
+    kind: str  # "subscribe" | "subscribePattern" | "assign"
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assigned: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Where to start or end: ``earliest``/``latest`` globally, or per partition.
+
+    ``per_partition`` maps (topic, partition) to an offset (-2 earliest, -1 latest) or,
+    when ``by_timestamp``, to an epoch-ms timestamp; ``timestamp`` applies to all.
+    """
+
+    default: int = LATEST
+    per_partition: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    by_timestamp: bool = False
+    timestamp: int | None = None
+
+
+@dataclass(frozen=True)
+class KafkaSourceOptions:
+    kafka: Mapping[str, str]
+    """librdkafka configuration (the ``kafka.`` options, prefix stripped), group id included."""
+    subscription: Subscription
+    starting: OffsetSpec
+    ending: OffsetSpec
+    timestamp_strategy: str
+    max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
+    fail_on_data_loss: bool
+    include_headers: bool
+    min_partitions: int | None
+    poll_timeout_ms: int
+    chunk_rows: int
+    watermark: WatermarkPolicy
+    keep_late: bool
+    max_ts_from: str  # "auto" | "scan"
+    event_time: EventTimeSpec | None = None
+    """Event time from a JSON field of the value; None: the Kafka record timestamp."""
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, str] | None, *, streaming: bool) -> KafkaSourceOptions:
+        opts = Options(raw)
+        kafka = opts.with_prefix("kafka.")
+        opts.reject_unknown(KNOWN, prefixes=("kafka.",))
+        if not kafka.get("bootstrap.servers"):
+            raise OptionError("kafka.bootstrap.servers", kafka.get("bootstrap.servers"),
+                              "a non-empty host:port list (this option is required)")
+        for key, why in _OWNED_KAFKA.items():
+            if key in kafka:
+                raise OptionError(f"kafka.{key}", kafka[key], f"not settable ({why})")
+        group_prefix = opts.string("groupIdPrefix", "jetkafka")
+        kafka = dict(kafka)
+        kafka.setdefault("group.id", f"{group_prefix}-{uuid.uuid4().hex[:12]}")
+        subscription = _subscription(opts)
+        starting = _offsets(opts, "startingOffsets", LATEST if streaming else EARLIEST)
+        starting = _by_timestamp(opts, "startingTimestamp", "startingOffsetsByTimestamp", starting)
+        ending = _offsets(opts, "endingOffsets", LATEST)
+        ending = _by_timestamp(opts, "endingTimestamp", "endingOffsetsByTimestamp", ending)
+        if streaming:
+            for name in ("endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp"):
+                if opts.get(name) is not None:
+                    raise OptionError(name, opts.get(name), "nothing in a streaming query (batch reads only)")
+        elif starting.default == LATEST and not starting.by_timestamp and not starting.per_partition:
+            raise OptionError("startingOffsets", "latest", "earliest or JSON offsets for batch reads")
+        ends_earliest = ending.default == EARLIEST or EARLIEST in ending.per_partition.values()
+        if not streaming and ends_earliest and not ending.by_timestamp:
+            raise OptionError("endingOffsets", opts.get("endingOffsets"),
+                              "latest or JSON offsets without -2 (earliest) for batch reads")
+        max_per_trigger = opts.integer("maxOffsetsPerTrigger", None, minimum=1)
+        min_per_trigger = opts.integer("minOffsetsPerTrigger", None, minimum=1)
+        if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
+            raise OptionError("minOffsetsPerTrigger", min_per_trigger,
+                              f"an integer <= maxOffsetsPerTrigger ({max_per_trigger})")
+        policy = WatermarkPolicy(
+            lag_ms=opts.duration_ms("watermark.lag", 0) or 0,
+            idle_timeout_ms=opts.duration_ms("watermark.idleTimeout", 60_000) or 0,
+            advance_when_idle=opts.boolean("watermark.advanceWhenIdle", False),
+        )
+        return cls(
+            kafka=kafka,
+            subscription=subscription,
+            starting=starting,
+            ending=ending,
+            timestamp_strategy=opts.choice("startingOffsetsByTimestampStrategy", "error",
+                                           ["error", "latest"]),
+            max_offsets_per_trigger=max_per_trigger,
+            min_offsets_per_trigger=min_per_trigger,
+            max_trigger_delay_ms=opts.duration_ms("maxTriggerDelay", 15 * 60_000) or 0,
+            fail_on_data_loss=opts.boolean("failOnDataLoss", True),
+            include_headers=opts.boolean("includeHeaders", False),
+            min_partitions=opts.integer("minPartitions", None, minimum=1),
+            poll_timeout_ms=opts.integer("kafkaConsumer.pollTimeoutMs", 120_000, minimum=1) or 120_000,
+            chunk_rows=opts.integer("maxRecordsPerChunk", 20_000, minimum=1) or 20_000,
+            watermark=policy,
+            keep_late=opts.choice("watermark.lateRecords", "drop", ["drop", "keep"]) == "keep",
+            max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
+            event_time=EventTimeSpec.parse(opts),
+        )
+
+    @property
+    def max_ts_from_broker(self) -> bool:
+        """The driver may learn maxTs from ListOffsets (Kafka timestamps are the event times)."""
+        return self.max_ts_from == "auto" and self.event_time is None
+
+    @property
+    def isolation_committed(self) -> bool:
+        """librdkafka reads committed data only unless ``kafka.isolation.level`` says otherwise."""
+        return self.kafka.get("isolation.level", "read_committed") == "read_committed"
+
+
+def _subscription(opts: Options) -> Subscription:
+    given = {name: opts.string(name) for name in ("subscribe", "subscribePattern", "assign")}
+    present = [name for name, value in given.items() if value is not None]
+    if len(present) != 1:
+        raise OptionError("subscribe | subscribePattern | assign",
+                          {k: v for k, v in given.items() if v is not None} or None,
+                          "exactly one of the three")
+    name = present[0]
+    value = given[name]
+    assert value is not None
+    if name == "subscribe":
+        topics = tuple(t.strip() for t in value.split(",") if t.strip())
+        if not topics:
+            raise OptionError(name, value, "a comma-separated list of topic names")
+        return Subscription(name, topics=topics)
+    if name == "subscribePattern":
+        try:
+            re.compile(value)
+        except re.error as e:
+            raise OptionError(name, value, f"a regular expression ({e})") from None
+        return Subscription(name, pattern=value)
+    accepted = 'JSON such as {"topicA":[0,1],"topicB":[2,4]}'
+    try:
+        parsed = json.loads(value)
+        pairs = tuple(sorted((str(t), int(p)) for t, ps in parsed.items() for p in ps))
+    except (ValueError, TypeError, AttributeError):
+        raise OptionError(name, value, accepted) from None
+    if not pairs or any(p < 0 for _, p in pairs):
+        raise OptionError(name, value, accepted)
+    return Subscription(name, assigned=pairs)
+
+
+def _offsets(opts: Options, name: str, default: int) -> OffsetSpec:
+    value = opts.string(name)
+    if value is None:
+        return OffsetSpec(default)
+    low = value.strip().lower()
+    if low in ("earliest", "latest"):
+        return OffsetSpec(EARLIEST if low == "earliest" else LATEST)
+    per = _partition_json(name, value, _OFFSETS_JSON)
+    if any(o < EARLIEST for o in per.values()):
+        raise OptionError(name, value, _OFFSETS_JSON)
+    return OffsetSpec(default, per)
+
+
+def _by_timestamp(opts: Options, global_name: str, json_name: str, fallback: OffsetSpec) -> OffsetSpec:
+    """Spark's precedence: a global timestamp, then per-partition timestamps, then offsets."""
+    global_ts = opts.integer(global_name, None, minimum=0)
+    if global_ts is not None:
+        return OffsetSpec(fallback.default, {}, True, global_ts)
+    value = opts.string(json_name)
+    if value is None:
+        return fallback
+    accepted = 'JSON such as {"topic":{"0":1700000000000}} (epoch milliseconds)'
+    per = _partition_json(json_name, value, accepted)
+    if any(ts < 0 for ts in per.values()):
+        raise OptionError(json_name, value, accepted)
+    return OffsetSpec(fallback.default, per, True, None)
+
+
+def _partition_json(name: str, value: str, accepted: str) -> dict[tuple[str, int], int]:
+    try:
+        parsed = json.loads(value)
+        return {(str(t), int(p)): int(o) for t, parts in parsed.items() for p, o in parts.items()}
+    except (ValueError, TypeError, AttributeError):
+        raise OptionError(name, value, accepted) from None

@@ -1,0 +1,458 @@
+"""``format("jetkafka")``: a replayable Kafka source with per-partition watermarks (docs/design.md,
+"Watermarks" and "jetkafka offsets").
+
+Rows: Spark's Kafka source columns (``key, value, topic, partition, offset, timestamp,
+timestampType`` and, with ``includeHeaders``, ``headers``) plus
+
+- ``watermark`` (timestamp): the batch's coalesced watermark W; apply it with
+  ``withWatermark("watermark", "0 seconds")`` (or use :func:`read_kafka_stream`);
+- ``heartbeat`` (boolean): true on control rows without payload — the one row of a
+  batch that only moves W (e.g. a partition went idle), and the stubs of dropped late
+  records. Drop them after the watermark node: ``where(~col("heartbeat"))``;
+- ``late`` (boolean): the record is late (``ts < max(running wm[p], W_prev)``). With
+  ``watermark.lateRecords=drop`` (default) a late record's payload is dropped and its
+  row becomes a stub (``heartbeat`` true; topic, partition, offset, timestamp kept) so it
+  can be counted, e.g. ``df.observe("late", count_if(col("late")))``; with ``keep`` it
+  stays a normal row, flagged.
+
+Per-partition watermarks and idle flags are part of the source offset, so each batch's
+``query.lastProgress["sources"][i]["endOffset"]`` shows them (JSON string)::
+
+    end = json.loads(query.lastProgress["sources"][0]["endOffset"])
+    end["watermark"]                      # W, epoch ms
+    end["partitions"]["orders"]["0"]      # {"maxTs", "wm", "idle", "progressMs"}
+    end["offsets"]["orders"]["0"]         # next offset to read
+
+Event time is the Kafka record timestamp. The driver learns each partition's greatest
+timestamp below a batch's end offset without reading the batch when it can: Kafka's
+ListOffsets(max timestamp) names the partition's record with the greatest timestamp, and
+the driver reads that one record to check it is a data record the consumer sees — on
+topics written with transactions the answer is often a commit marker, stamped with the
+broker's wall clock, or an aborted record, and counting either would make on-time records
+late. When the checked record lies below the end offset, its timestamp is the answer (and
+when it lies just above because records arrived meanwhile, an unlimited batch is extended
+to include it). Otherwise — a marker or aborted record, a batch cut by
+``maxOffsetsPerTrigger``, or ``watermark.maxTimestampFrom=scan`` — the driver reads the
+range's timestamps itself (a second read of the batch's records, on the driver). The
+ListOffsets path covers the whole partition log below the end offset, so records before
+``startingOffsets`` count too (they are below the end offset, as docs/design.md, "Watermarks", defines
+``maxTs``).
+
+Options (Spark's Kafka source names): ``kafka.*`` (librdkafka settings; the source owns
+``enable.auto.commit``, ``auto.offset.reset``, ``enable.partition.eof``),
+``subscribe`` | ``subscribePattern`` (a Python regex, matched in full) | ``assign``,
+``startingOffsets`` (streaming default latest, batch earliest; JSON partitions left out
+take the default), ``startingOffsetsByTimestamp`` / ``startingTimestamp`` (+
+``startingOffsetsByTimestampStrategy`` error | latest), ``endingOffsets`` /
+``endingOffsetsByTimestamp`` / ``endingTimestamp`` (batch only), ``maxOffsetsPerTrigger``,
+``minOffsetsPerTrigger`` + ``maxTriggerDelay``, ``failOnDataLoss``, ``includeHeaders``,
+``minPartitions``, ``groupIdPrefix``, ``kafkaConsumer.pollTimeoutMs``. Ours:
+``watermark.lag`` (default 0), ``watermark.idleTimeout`` (default 60 s; 0 = never idle),
+``watermark.lateRecords`` (drop | keep), ``watermark.advanceWhenIdle`` (default false: W
+holds when every partition is idle; true: it follows the wall clock, in steps of the idle
+timeout, never under AvailableNow), ``watermark.maxTimestampFrom`` (auto | scan),
+``maxRecordsPerChunk`` (records per Arrow batch, default 20000) and ``eventTime.field`` /
+``eventTime.format`` / ``eventTime.onMalformed``: the event time from a field of the
+JSON value instead of the record timestamp, in an extra ``eventTime`` column (see
+:mod:`jetspark.datasources.kafka.event_time`); the driver then learns ``maxTs`` by reading
+each batch's records (a second read, on the driver), since the broker knows only record
+timestamps.
+
+Offsets never go to Kafka's consumer groups: they live in Spark's checkpoint (see
+:mod:`jetspark.datasources.kafka.offsets` for the JSON). Reads stop by offset, so
+transactional topics (offset gaps, aborted records skipped under the default
+``read_committed``) and compacted topics work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+
+from jetspark import faults
+from jetspark.datasources.kafka.broker import KafkaBroker
+from jetspark.datasources.kafka.offsets import KafkaOffset, TopicPartition, tp_key
+from jetspark.datasources.kafka.options import EARLIEST, LATEST, KafkaSourceOptions
+from jetspark.datasources.kafka.read import (
+    DataLossError,
+    RangeSpec,
+    ReadSettings,
+    heartbeat_batch,
+    read_range,
+    scan_max_timestamps,
+    spark_schema,
+)
+from jetspark.datasources.watermarks import Clock, Progress, WatermarkTracker, wall_clock_ms
+from jetspark.errors import JetsparkError
+from jetspark.options import Options
+
+FORMAT = "jetkafka"
+
+
+class KafkaRange(InputPartition):
+    """One Spark task: an offset range of one Kafka partition."""
+
+    def __init__(self, spec: RangeSpec, first: bool) -> None:
+        self.spec = spec
+        self.first = first
+
+
+class Heartbeat(InputPartition):
+    """One Spark task yielding the single heartbeat row of a batch that only moves W."""
+
+    def __init__(self, watermark: int | None) -> None:
+        self.watermark = watermark
+
+
+def _settings(options: KafkaSourceOptions) -> ReadSettings:
+    return ReadSettings(
+        kafka=dict(options.kafka), include_headers=options.include_headers, keep_late=options.keep_late,
+        lag_ms=options.watermark.lag_ms, fail_on_data_loss=options.fail_on_data_loss,
+        poll_timeout_ms=options.poll_timeout_ms, chunk_rows=options.chunk_rows,
+        event_time=options.event_time,
+    )
+
+
+def _read(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    if isinstance(partition, Heartbeat):
+        yield heartbeat_batch(settings.include_headers, partition.watermark, settings.event_time is not None)
+        return
+    assert isinstance(partition, KafkaRange)
+    yield from read_range(settings, partition.spec, first=partition.first)
+
+
+def split_ranges(ranges: list[RangeSpec], min_partitions: int | None) -> list[RangeSpec]:
+    """Split big ranges so there are at least ``min_partitions`` tasks (Spark's minPartitions).
+
+    Pieces after the first of a range cannot know the running max event time of the
+    records before them in the same batch: their late check uses the batch-start wm[p].
+    """
+    total = sum(r.end - r.start for r in ranges)
+    if not min_partitions or len(ranges) >= min_partitions or total == 0:
+        return ranges
+    out = []
+    for r in ranges:
+        size = r.end - r.start
+        parts = max(1, round(size * min_partitions / total))
+        step = -(-size // parts)
+        out.extend(replace(r, start=lo, end=min(lo + step, r.end)) for lo in range(r.start, r.end, step))
+    return out
+
+
+def prorate(available: Mapping[TopicPartition, int], limit: int) -> dict[TopicPartition, int]:
+    """Spread ``limit`` offsets over partitions by backlog, like Spark's Kafka source."""
+    total = sum(available.values())
+    if total <= limit:
+        return dict(available)
+    out = {}
+    for tp, size in available.items():
+        share = limit * size / total
+        out[tp] = min(size, int(share) if share >= 1 else (1 if size > 0 else 0))
+    return out
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Driver side of ``readStream.format("jetkafka")``: offsets, watermarks, planning."""
+
+    def __init__(self, options: KafkaSourceOptions, clock: Clock = wall_clock_ms) -> None:
+        self.options = options
+        self.settings = _settings(options)
+        self.clock = clock
+        self.tracker = WatermarkTracker(options.watermark, clock)
+        self._broker: KafkaBroker | None = None
+        self._target: dict[TopicPartition, int] | None = None
+        self._last_trigger_ms: int | None = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_broker"] = None
+        return state
+
+    @property
+    def broker(self) -> KafkaBroker:
+        if self._broker is None:
+            self._broker = KafkaBroker(self.options)
+        return self._broker
+
+    # -- offsets ---------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        tps = self.broker.topic_partitions()
+        start = resolve_offsets(self.broker, self.options, tps, starting=True)
+        state = self.tracker.initial([tp_key(tp) for tp in tps])
+        return KafkaOffset(start, state, initial=True).to_json(self.options.watermark.lag_ms)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        tps = self.broker.topic_partitions()
+        self._target = self.broker.latest(tps)
+
+    def reportLatestOffset(self) -> dict | None:
+        return None
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        faults.point("jetkafka.latest_offset")
+        prev = KafkaOffset.from_json(start)
+        tps = sorted(set(self.broker.topic_partitions()) | set(prev.next))
+        if self._target is not None:
+            tps = [tp for tp in tps if tp in self._target]
+        earliest = self.broker.earliest(tps)
+        latest = self.broker.latest(tps)
+        if self._target is not None:
+            latest = {tp: min(o, self._target[tp]) for tp, o in latest.items()}
+        range_from: dict[TopicPartition, int] = dict(prev.next) if prev.initial else {}
+        starts: dict[TopicPartition, int] = {}
+        for tp in tps:
+            begin = prev.next.get(tp)
+            if begin is None:  # discovered while running: read it from the beginning
+                begin = range_from[tp] = earliest[tp]
+            if begin < earliest[tp] or begin > latest[tp]:
+                if self.options.fail_on_data_loss:
+                    raise DataLossError(tp[0], tp[1], begin, f"{earliest[tp]} (latest {latest[tp]})")
+                begin = range_from[tp] = earliest[tp]
+            starts[tp] = begin
+        available = {tp: max(0, latest[tp] - starts[tp]) for tp in tps}
+        admitted = self._admit(available, limit)
+        if admitted is None:
+            return start
+        end = {tp: starts[tp] + admitted.get(tp, 0) for tp in tps}
+        batch_max = self._batch_max_ts(starts, end, latest, may_extend=(
+            self._target is None and not isinstance(limit, ReadMaxRows)))
+        progress = {tp_key(tp): Progress(end[tp] > starts[tp], batch_max.get(tp)) for tp in tps}
+        state = self.tracker.advance(prev.tracker, progress)
+        moved = any(end[tp] > starts[tp] for tp in tps)
+        if not moved and state.watermark == prev.tracker.watermark:
+            return start
+        if not moved and self._processing_time_step(prev, state):
+            return start
+        self._last_trigger_ms = self.clock()
+        return KafkaOffset(end, state, range_from).to_json(self.options.watermark.lag_ms)
+
+    def _processing_time_step(self, prev: KafkaOffset, state) -> bool:
+        """True to hold back a W that only moved with processing time (every partition idle):
+        never under AvailableNow (it must come to an end), else in steps of the idle timeout."""
+        policy = self.options.watermark
+        if not policy.advance_when_idle or not all(m.idle for m in state.partitions.values()):
+            return False
+        if self._target is not None:
+            return True
+        before = prev.tracker.watermark
+        return before is not None and state.watermark - before < policy.idle_timeout_ms
+
+    def _admit(self, available: dict[TopicPartition, int], limit: ReadLimit) -> dict | None:
+        """Offsets admitted per partition under ``limit``; None: wait for more (min rows)."""
+        total = sum(available.values())
+        min_rows = None
+        if isinstance(limit, ReadMinRows):
+            min_rows = limit.min_rows
+        elif isinstance(limit, ReadMaxRows):
+            min_rows = self.options.min_offsets_per_trigger
+        if min_rows is not None and self._target is None and 0 < total < min_rows:
+            now = self.clock()
+            if self._last_trigger_ms is None:
+                self._last_trigger_ms = now
+            if now - self._last_trigger_ms < self.options.max_trigger_delay_ms:
+                return None
+        if isinstance(limit, ReadMaxRows):
+            return prorate(available, limit.max_rows)
+        return available
+
+    def _batch_max_ts(self, starts: Mapping[TopicPartition, int], end: dict[TopicPartition, int],
+                      latest: Mapping[TopicPartition, int], *, may_extend: bool) -> dict[TopicPartition, int]:
+        """Greatest record timestamp below ``end`` of every partition that moves (exact).
+
+        Kafka's ListOffsets(max timestamp) names the record with the greatest timestamp of
+        the partition: when it lies below ``end``, its timestamp is the answer without
+        reading data. When it lies above (records arrived since ``latest`` was listed) and
+        the batch may take more, ``end`` moves to just after it. Otherwise the driver reads
+        the range's timestamps (``scan_max_timestamps``).
+        """
+        need = {tp: (starts[tp], end[tp]) for tp in end if end[tp] > starts[tp]}
+        out: dict[TopicPartition, int] = {}
+        if self.options.max_ts_from_broker and need:
+            answers = self._data_max_timestamps(list(need))
+            extend = []
+            for tp, (offset, ts) in answers.items():
+                if offset < 0 or ts < 0:
+                    continue
+                if offset < end[tp]:
+                    out[tp] = ts
+                    del need[tp]
+                elif may_extend and end[tp] == latest[tp]:
+                    extend.append(tp)
+            if extend:
+                visible = self.broker.latest(extend)  # above the last stable offset: not yet readable
+                for tp in extend:
+                    offset, ts = answers[tp]
+                    if offset < visible[tp]:
+                        end[tp] = offset + 1
+                        out[tp] = ts
+                        del need[tp]
+        if need:
+            scanned = scan_max_timestamps(
+                self.options.kafka, need, fail_on_data_loss=self.options.fail_on_data_loss,
+                poll_timeout_ms=self.options.poll_timeout_ms, event_time=self.options.event_time,
+            )
+            out.update({tp: ts for tp, ts in scanned.items() if ts is not None})
+        return out
+
+    def _data_max_timestamps(self, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """ListOffsets(max timestamp) answers that name a data record; the others are left
+        out (they go to the scan). Transaction commit markers carry the broker's wall-clock
+        time and aborted records are invisible under read_committed: counting either would
+        move ``maxTs`` past the records the batch really holds."""
+        answers = {tp: a for tp, a in self.broker.max_timestamp(tps).items() if a[0] >= 0 and a[1] >= 0}
+        seen = self.broker.data_record_timestamps({tp: offset for tp, (offset, _) in answers.items()})
+        return {tp: (offset, ts) for tp, (offset, ts) in answers.items() if seen[tp] == ts}
+
+    # -- planning and reading --------------------------------------------------------
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        faults.point("jetkafka.partitions")
+        prev = KafkaOffset.from_json(start)
+        cur = KafkaOffset.from_json(end)
+        ranges = []
+        for tp in cur.partitions():
+            begin = cur.start_of(tp, prev)
+            if begin is None or cur.next[tp] <= begin:
+                continue
+            ranges.append(RangeSpec(tp[0], tp[1], begin, cur.next[tp],
+                                    _max_ts(prev, tp), prev.tracker.watermark, cur.tracker.watermark))
+        ranges = split_ranges(ranges, self.options.min_partitions)
+        moved_w = cur.tracker.watermark != prev.tracker.watermark
+        if not ranges:
+            return [Heartbeat(cur.tracker.watermark)] if moved_w else []
+        return [KafkaRange(r, first=(i == 0 and moved_w)) for i, r in enumerate(ranges)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.settings, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: offsets live in Spark's checkpoint, never committed to Kafka."""
+
+    def stop(self) -> None:
+        if self._broker is not None:
+            self._broker.close()
+            self._broker = None
+
+
+def _max_ts(offset: KafkaOffset, tp: TopicPartition) -> int | None:
+    mark = offset.tracker.partitions.get(tp_key(tp))
+    return None if mark is None else mark.max_ts
+
+
+def resolve_offsets(broker: KafkaBroker, options: KafkaSourceOptions, tps: list[TopicPartition], *,
+                    starting: bool) -> dict[TopicPartition, int]:
+    """Concrete offsets for ``startingOffsets``/``endingOffsets`` (and their by-timestamp forms)."""
+    spec = options.starting if starting else options.ending
+    name = "startingOffsets" if starting else "endingOffsets"
+    earliest = broker.earliest(tps)
+    latest = broker.latest(tps)
+    wanted: dict[TopicPartition, int] = {}
+    if spec.by_timestamp:
+        stamps = {tp: spec.timestamp if spec.timestamp is not None else spec.per_partition.get(tp)
+                  for tp in tps}
+        found = broker.for_timestamps({tp: ts for tp, ts in stamps.items() if ts is not None})
+        for tp in tps:
+            if tp not in found:
+                wanted[tp] = spec.default
+            elif found[tp] >= 0:
+                wanted[tp] = found[tp]
+            elif starting and options.timestamp_strategy == "error":
+                raise JetsparkError(
+                    f"startingOffsetsByTimestamp: no record in topic {tp[0]!r} partition {tp[1]} has a "
+                    f"timestamp >= {stamps[tp]}; set startingOffsetsByTimestampStrategy=latest to start "
+                    "at the end instead"
+                )
+            else:
+                wanted[tp] = LATEST
+    else:
+        unknown = set(spec.per_partition) - set(tps)
+        if unknown and options.subscription.kind != "subscribePattern":
+            raise JetsparkError(f"{name} names partitions that do not exist: {sorted(unknown)}")
+        wanted = {tp: spec.per_partition.get(tp, spec.default) for tp in tps}
+    out = {}
+    for tp, offset in wanted.items():
+        if offset == EARLIEST:
+            out[tp] = earliest[tp]
+        elif offset == LATEST:
+            out[tp] = latest[tp]
+        else:
+            out[tp] = offset
+    return out
+
+
+class KafkaBatchReader(DataSourceReader):
+    """``spark.read.format("jetkafka")``: the records between starting and ending offsets."""
+
+    def __init__(self, options: KafkaSourceOptions) -> None:
+        self.options = options
+        self.settings = _settings(options)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        broker = KafkaBroker(self.options)
+        try:
+            tps = broker.topic_partitions()
+            start = resolve_offsets(broker, self.options, tps, starting=True)
+            end = resolve_offsets(broker, self.options, tps, starting=False)
+            latest = broker.latest(tps)
+        finally:
+            broker.close()
+        ranges = []
+        for tp in tps:
+            if end[tp] > latest[tp]:
+                raise JetsparkError(
+                    f"endingOffsets {end[tp]} is after the latest offset {latest[tp]} of topic {tp[0]!r} "
+                    f"partition {tp[1]}"
+                )
+            if end[tp] < start[tp]:
+                raise JetsparkError(
+                    f"endingOffsets {end[tp]} is before startingOffsets {start[tp]} for topic {tp[0]!r} "
+                    f"partition {tp[1]}"
+                )
+            if end[tp] > start[tp]:
+                ranges.append(RangeSpec(tp[0], tp[1], start[tp], end[tp], None, None, None,
+                                        detect_late=False))
+        return [KafkaRange(r, first=False) for r in split_ranges(ranges, self.options.min_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if type(partition) is InputPartition:  # Spark's stand-in when partitions() is empty
+            return iter(())
+        return _read(self.settings, partition)
+
+
+class KafkaDataSource(DataSource):
+    """The ``jetkafka`` format. A Kafka sink may be added by a subclass (see formats/)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        opts = Options(self.options)
+        return spark_schema(opts.boolean("includeHeaders", False), opts.string("eventTime.field") is not None)
+
+    def streamReader(self, schema) -> DataSourceStreamReader:
+        return KafkaStreamReader(KafkaSourceOptions.parse(self.options, streaming=True))
+
+    def reader(self, schema) -> DataSourceReader:
+        return KafkaBatchReader(KafkaSourceOptions.parse(self.options, streaming=False))

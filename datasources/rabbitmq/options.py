@@ -1,0 +1,141 @@
+"""Options of the ``jetrabbitmq`` source, parsed once into a frozen, validated dataclass."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from jetspark.errors import OptionError
+from jetspark.options import Options
+from jetspark.redaction import redact_dsn
+
+MESSAGE_ID_PROPERTY = "message_id"
+MESSAGE_ID_BODY_HASH = "bodyHash"
+EVENT_TIME_PROPERTY = "timestamp"
+HEADER_PREFIX = "header:"
+
+KNOWN = (
+    "url",
+    "queue",
+    "walLocation",
+    "maxMessagesPerTrigger",
+    "prefetch",
+    "messageId",
+    "onMissingMessageId",
+    "dedupRetention",
+    "dedupMemory",
+    "eventTime",
+    "watermark.lag",
+    "watermark.idleTimeout",
+    "lateRecords",
+    "pollTimeout",
+    "reconnectTimeout",
+    "leaseTimeout",
+    "path",  # Spark may add it for load(path)
+)
+
+
+@dataclass(frozen=True)
+class RabbitMQOptions:
+    """Validated configuration of one ``jetrabbitmq`` stream (no runtime state)."""
+
+    url: str
+    queue: str
+    wal_location: str
+    max_messages_per_trigger: int | None = None
+    prefetch: int = 10_000
+    message_id: str = MESSAGE_ID_PROPERTY
+    """``message_id`` (AMQP property), ``header:<name>`` or ``bodyHash``."""
+    on_missing_message_id: str = "fail"
+    """``fail`` | ``hash`` | ``drop`` (drop acks the message and counts it)."""
+    dedup_retention_ms: int = 24 * 3_600_000
+    dedup_memory_bytes: int = 32 << 20
+    """Memory for the dedup store's Bloom filters (see :mod:`.dedup`)."""
+    event_time: str = EVENT_TIME_PROPERTY
+    """``timestamp`` (AMQP timestamp property) or ``header:<name>``."""
+    watermark_lag_ms: int = 0
+    idle_timeout_ms: int = 30_000
+    late_records: str = "drop"
+    """``drop`` (counted in the offset) | ``keep`` (kept with ``late = true``)."""
+    poll_timeout_ms: int = 50
+    reconnect_timeout_ms: int = 60_000
+    lease_timeout_ms: int = 60_000
+    """How long a lease on ``walLocation`` held from another host lasts without renewal."""
+
+    @property
+    def message_id_header(self) -> str | None:
+        return _header_name(self.message_id)
+
+    @property
+    def event_time_header(self) -> str | None:
+        return _header_name(self.event_time)
+
+    @property
+    def batch_limit(self) -> int:
+        """Deliveries taken per trigger when Spark imposes no limit: half the prefetch window
+        by default, so the next batch's deliveries arrive while a batch awaits its commit."""
+        return self.max_messages_per_trigger or max(1, self.prefetch // 2)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, str] | None) -> RabbitMQOptions:
+        o = Options(raw)
+        url = o.string("url", required=True)
+        if not url.startswith(("amqp://", "amqps://")):
+            raise OptionError("url", url, "an AMQP URI such as amqp://user:pass@host:5672/%2F")
+        queue = o.string("queue", required=True)
+        wal = o.string("walLocation", required=True)
+        max_msgs = o.integer("maxMessagesPerTrigger", None, minimum=1)
+        prefetch = o.integer("prefetch", None, minimum=1)
+        if prefetch is None:  # room for the next batch while one waits for its commit
+            prefetch = max(10_000, 2 * (max_msgs or 0))
+        if max_msgs is not None and max_msgs > prefetch:
+            raise OptionError(
+                "maxMessagesPerTrigger", max_msgs,
+                f"at most prefetch ({prefetch}): a batch can only hold prefetched deliveries",
+            )
+        message_id = _id_choice(
+            o, "messageId", MESSAGE_ID_PROPERTY, (MESSAGE_ID_PROPERTY, MESSAGE_ID_BODY_HASH)
+        )
+        event_time = _id_choice(o, "eventTime", EVENT_TIME_PROPERTY, (EVENT_TIME_PROPERTY,))
+        parsed = cls(
+            url=url,
+            queue=queue,
+            wal_location=wal,
+            max_messages_per_trigger=max_msgs,
+            prefetch=prefetch,
+            message_id=message_id,
+            on_missing_message_id=o.choice("onMissingMessageId", "fail", ("fail", "hash", "drop")),
+            dedup_retention_ms=o.duration_ms("dedupRetention", cls.dedup_retention_ms),
+            dedup_memory_bytes=o.size_bytes("dedupMemory", cls.dedup_memory_bytes),
+            event_time=event_time,
+            watermark_lag_ms=o.duration_ms("watermark.lag", 0),
+            idle_timeout_ms=o.duration_ms("watermark.idleTimeout", cls.idle_timeout_ms),
+            late_records=o.choice("lateRecords", "drop", ("drop", "keep")),
+            poll_timeout_ms=o.duration_ms("pollTimeout", cls.poll_timeout_ms),
+            reconnect_timeout_ms=o.duration_ms("reconnectTimeout", cls.reconnect_timeout_ms),
+            lease_timeout_ms=o.duration_ms("leaseTimeout", cls.lease_timeout_ms),
+        )
+        if parsed.dedup_memory_bytes < 1 << 20:
+            raise OptionError("dedupMemory", o.get("dedupMemory"), "a size of at least 1 MB")
+        if parsed.lease_timeout_ms < 1_000:
+            raise OptionError("leaseTimeout", o.get("leaseTimeout"), "a duration of at least 1 second")
+        o.reject_unknown(KNOWN)
+        return parsed
+
+    def redacted_url(self) -> str:
+        """The URL without its password, for messages and logs."""
+        return redact_dsn(self.url)
+
+
+def _header_name(value: str) -> str | None:
+    return value[len(HEADER_PREFIX):] if value.lower().startswith(HEADER_PREFIX) else None
+
+
+def _id_choice(o: Options, name: str, default: str, fixed: tuple[str, ...]) -> str:
+    value = o.string(name, default)
+    for choice in fixed:
+        if value.lower() == choice.lower():
+            return choice
+    if value.lower().startswith(HEADER_PREFIX) and len(value) > len(HEADER_PREFIX):
+        return HEADER_PREFIX + value[len(HEADER_PREFIX):]
+    raise OptionError(name, value, " | ".join((*fixed, "header:<name>")))

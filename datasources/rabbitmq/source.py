@@ -1,0 +1,158 @@
+"""``spark.readStream.format("jetrabbitmq")``: an acknowledging RabbitMQ queue, exactly once.
+
+Usage::
+
+    stream = (spark.readStream.format("jetrabbitmq")
+              .option("url", "amqp://guest:guest@localhost:5672/%2F")
+              .option("queue", "orders")
+              .option("walLocation", "/checkpoints/orders-wal")   # one per query
+              .load()
+              .withWatermark("watermark", "0 seconds"))
+
+The driver takes deliveries (manual acks) into a durable write-ahead log before Spark
+logs the offset; executors read batches from the WAL; a batch's deliveries are acked only
+after Spark committed it, with their IDs first stored for deduplication of redeliveries.
+See docs/design.md, "Queue source protocol", and :mod:`.driver` for the protocol.
+
+Offsets (visible in ``query.lastProgress["sources"][0]["endOffset"]``)::
+
+    {"seq": <next WAL sequence number>, "epoch": <lease epoch of the batch's writer>,
+     "watermark": {"watermark": W, "partitions": {"queue": {"maxTs", "wm", "idle", "progressMs"}}},
+     "counts": {"late", "duplicates", "missingIdDropped", "missingIdHashed"}}   # running totals
+
+Broker-side caveats: an unacked delivery is returned to the queue when the consumer's
+channel dies, and RabbitMQ closes a channel whose delivery stays unacked longer than
+``consumer_timeout`` (30 min by default) — keep trigger intervals and batch times well
+below it. Quorum queues dead-letter (or drop) a message after ``delivery-limit``
+redeliveries (20 by default on RabbitMQ 4): repeated crashes of a query can exceed it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from jetspark import faults
+from jetspark.datasources.rabbitmq.options import RabbitMQOptions
+from jetspark.datasources.rabbitmq.wal import WalRange, WriteAheadLog
+
+FORMAT = "jetrabbitmq"
+SCHEMA = (
+    "message_id string, body binary, routing_key string, exchange string, "
+    "headers map<string,string>, timestamp timestamp, redelivered boolean, watermark timestamp"
+)
+_OUT_COLUMNS = ["message_id", "body", "routing_key", "exchange", "headers", "timestamp", "redelivered"]
+_TS = pa.timestamp("us", tz="UTC")
+
+
+def schema_for(options: RabbitMQOptions) -> str:
+    return SCHEMA + (", late boolean" if options.late_records == "keep" else "")
+
+
+@dataclass(frozen=True)
+class WalPartition(InputPartition):
+    """One WAL file (or a slice of its record batches) of a batch."""
+
+    wal_location: str
+    start: int
+    end: int
+    epoch: int
+    first_batch: int
+    last_batch: int
+    watermark_ms: int | None
+    keep_late: bool
+
+
+def read_partition(p: WalPartition):
+    """Arrow record batches of a partition, late rows dropped unless kept."""
+    wal = WriteAheadLog(p.wal_location)
+    wm = pa.scalar(None if p.watermark_ms is None else p.watermark_ms * 1000, _TS)
+    for rb in wal.iter_batches(WalRange(p.start, p.end, p.epoch), p.first_batch, p.last_batch):
+        late = rb.column("late")
+        if not p.keep_late:
+            rb = rb.filter(pc.invert(late))
+        if rb.num_rows == 0:
+            continue
+        arrays = [rb.column(c) for c in _OUT_COLUMNS]
+        names = list(_OUT_COLUMNS)
+        arrays.append(pa.repeat(wm, rb.num_rows))
+        names.append("watermark")
+        if p.keep_late:
+            arrays.append(rb.column("late"))
+            names.append("late")
+        yield pa.RecordBatch.from_arrays(arrays, names)
+
+
+class RabbitMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Spark's handle on the queue. Driver state is created on first use and never pickled."""
+
+    def __init__(self, options: RabbitMQOptions) -> None:
+        self.options = options
+        self._driver = None
+
+    def __getstate__(self) -> dict:
+        return {"options": self.options, "_driver": None}
+
+    @property
+    def driver(self):
+        if self._driver is None:
+            from jetspark.datasources.rabbitmq.driver import QueueDriver
+
+            self._driver = QueueDriver(self.options)
+        return self._driver
+
+    def initialOffset(self) -> dict:
+        return self.driver.initial_offset()
+
+    def getDefaultReadLimit(self):
+        n = self.options.max_messages_per_trigger
+        return ReadAllAvailable() if n is None else ReadMaxRows(n)
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return self.driver.latest_offset(start, max_rows)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.driver.prepare_available_now()
+
+    def partitions(self, start: dict, end: dict) -> list[WalPartition]:
+        faults.point("rabbitmq.before_batch")
+        driver = self.driver
+        driver.consumer.ensure_open()
+        wm = (end.get("watermark") or {}).get("watermark")
+        keep = self.options.late_records == "keep"
+        out = []
+        for r in driver.plan(start, end):
+            n = driver.wal.num_record_batches(r)
+            for i in range(max(n, 1)):
+                out.append(WalPartition(self.options.wal_location, r.start, r.end, r.epoch,
+                                        i, i + 1, wm, keep))
+        return out
+
+    def read(self, partition: WalPartition):
+        return read_partition(partition)
+
+    def commit(self, end: dict) -> None:
+        self.driver.commit_through(int(end["seq"]))
+
+    def stop(self) -> None:
+        if self._driver is not None:
+            self._driver.stop()
+
+
+class RabbitMQDataSource(DataSource):
+    """``format("jetrabbitmq")``; options: see :class:`RabbitMQOptions`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return schema_for(RabbitMQOptions.parse(self.options))
+
+    def streamReader(self, schema) -> RabbitMQStreamReader:
+        return RabbitMQStreamReader(RabbitMQOptions.parse(self.options))

@@ -1,0 +1,128 @@
+"""A PostgreSQL server from Debian's package, in a data directory of its own."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, wait_ready
+from jetspark.devtools.services.registry import ServiceRecord
+from jetspark.errors import ServiceError
+from jetspark.redaction import redact_dsn
+
+NAME = "postgres"
+USER = "jetspark"
+DATABASE = "jetspark"
+MAX_PREPARED_TRANSACTIONS = 64
+
+
+def bin_dir() -> Path:
+    """The newest installed server's binaries (``JETSPARK_PG_BIN`` overrides)."""
+    explicit = os.environ.get("JETSPARK_PG_BIN")
+    if explicit:
+        if not (Path(explicit) / "initdb").exists():
+            raise ServiceError(f"postgres: JETSPARK_PG_BIN={explicit} has no 'initdb'")
+        return Path(explicit)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0,
+    )
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    if initdb:
+        return Path(initdb).resolve().parent
+    raise ServiceError(
+        "postgres: no PostgreSQL server found (no /usr/lib/postgresql/*/bin/initdb, no initdb "
+        "on PATH); install Debian's 'postgresql' package or set JETSPARK_PG_BIN"
+    )
+
+
+def _os_user() -> str | None:
+    """PostgreSQL refuses to run as root: then run it as the 'postgres' system user."""
+    if os.getuid() != 0:
+        return None
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        raise ServiceError(
+            "postgres: running as root and there is no 'postgres' system user to run the "
+            "server as; install Debian's 'postgresql' package"
+        ) from None
+    return "postgres"
+
+
+def _chown(path: Path, user: str | None) -> None:
+    if user is None:
+        return
+    entry = pwd.getpwnam(user)
+    for root, dirs, files in os.walk(path):
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid)
+
+
+def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
+    """Start a server in ``data_dir``, running ``initdb`` there on first start."""
+    binaries = bin_dir()
+    user = _os_user()
+    ports = ports or {"server": free_port()}
+    ensure_port_free(ports["server"], NAME)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pgdata = data_dir / "data"
+    sockets = data_dir / "sockets"
+    sockets.mkdir(exist_ok=True)
+    _chown(data_dir, user)
+    if not (pgdata / "PG_VERSION").exists():
+        init = subprocess.run(
+            [str(binaries / "initdb"), "-D", str(pgdata), "-U", USER, "--auth=trust",
+             "-E", "UTF8", "--locale=C", "--no-sync"],
+            capture_output=True, text=True, check=False, user=user,
+        )
+        if init.returncode != 0:
+            raise ServiceError(f"postgres: initdb failed:\n{init.stdout}{init.stderr}")
+    settings = {
+        "listen_addresses": "127.0.0.1",
+        "port": ports["server"],
+        "unix_socket_directories": str(sockets),
+        "max_prepared_transactions": MAX_PREPARED_TRANSACTIONS,
+        "max_connections": 200,
+        "logging_collector": "off",
+    }
+    argv = [str(binaries / "postgres"), "-D", str(pgdata)]
+    for key, value in settings.items():
+        argv += ["-c", f"{key}={value}"]
+    log = data_dir / "postgres.log"
+    proc = spawn(argv, log=log, user=user, stop_signal=signal.SIGINT)
+    admin_dsn = f"postgresql://{USER}@127.0.0.1:{ports['server']}/postgres"
+    wait_ready(NAME, proc, lambda: _create_database(admin_dsn), timeout_s=60)
+    endpoint = f"postgresql://{USER}@127.0.0.1:{ports['server']}/{DATABASE}"
+    wait_ready(NAME, proc, lambda: probe(endpoint), timeout_s=30)
+    return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (proc,))
+
+
+def _create_database(admin_dsn: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_dsn, autocommit=True, connect_timeout=3) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE}"')
+
+
+def probe(dsn: str) -> None:
+    """A query through ``dsn`` and the check that prepared transactions are enabled."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=3) as conn:
+        value = conn.execute("SHOW max_prepared_transactions").fetchone()[0]
+        if int(value) <= 0:
+            raise ServiceError(
+                f"postgres at {redact_dsn(dsn)}: max_prepared_transactions = {value}; the "
+                "exactly-once sink needs it > 0 (set it in postgresql.conf and restart)"
+            )

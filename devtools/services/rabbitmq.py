@@ -1,0 +1,81 @@
+"""A RabbitMQ node from Debian's package, with its own epmd, ports and data directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, stop, wait_ready
+from jetspark.devtools.services.registry import ServiceRecord
+from jetspark.errors import ServiceError
+
+NAME = "rabbitmq"
+
+
+def _binary(name: str, candidates: tuple[str, ...]) -> str:
+    for path in candidates:
+        if os.access(path, os.X_OK):
+            return path
+    found = shutil.which(name)
+    if found:
+        return found
+    raise ServiceError(
+        f"rabbitmq: '{name}' not found (looked in {', '.join(candidates)} and PATH); "
+        "install Debian's 'rabbitmq-server' package"
+    )
+
+
+def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
+    """Start epmd and a node in ``data_dir``; the node keeps its queues across restarts."""
+    server = _binary("rabbitmq-server", ("/usr/lib/rabbitmq/bin/rabbitmq-server",))
+    epmd = _binary("epmd", ("/usr/bin/epmd", "/usr/lib/erlang/bin/epmd"))
+    ports = ports or {"amqp": free_port(), "dist": free_port(), "epmd": free_port()}
+    for port in ports.values():
+        ensure_port_free(port, NAME)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "enabled_plugins").write_text("[].\n")
+    (data_dir / "rabbitmq.conf").write_text(
+        "loopback_users = none\n"
+        # Publishers in tests and benchmarks are local: never block them on disk space.
+        "disk_free_limit.absolute = 50MB\n"
+    )
+    env = {
+        "HOME": str(data_dir),  # the Erlang cookie lives here
+        "ERL_EPMD_PORT": str(ports["epmd"]),
+        "RABBITMQ_NODENAME": f"jetspark{ports['amqp']}@localhost",
+        "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+        "RABBITMQ_NODE_PORT": str(ports["amqp"]),
+        "RABBITMQ_DIST_PORT": str(ports["dist"]),
+        "RABBITMQ_MNESIA_BASE": str(data_dir / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(data_dir / "log"),
+        "RABBITMQ_CONFIG_FILE": str(data_dir / "rabbitmq"),
+        "RABBITMQ_ENABLED_PLUGINS_FILE": str(data_dir / "enabled_plugins"),
+        "RABBITMQ_PID_FILE": str(data_dir / "rabbitmq.pid"),
+        "RABBITMQ_LOGS": "-",
+    }
+    epmd_proc = spawn([epmd, "-port", str(ports["epmd"])], log=data_dir / "epmd.log", env=env)
+    node = spawn([server], log=data_dir / "rabbitmq.log", env=env, cwd=data_dir)
+    endpoint = f"amqp://guest:guest@127.0.0.1:{ports['amqp']}/%2F"
+    try:
+        wait_ready(NAME, node, lambda: probe(endpoint), timeout_s=90)
+    except ServiceError:
+        stop(epmd_proc)
+        raise
+    # The node first, then its epmd: stop() goes through processes in this order.
+    return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (node, epmd_proc))
+
+
+def probe(url: str) -> None:
+    """Open a connection and a channel at ``url``; raises when not ready."""
+    import pika
+
+    params = pika.URLParameters(url)
+    params.socket_timeout = 3
+    params.blocked_connection_timeout = 3
+    params.connection_attempts = 1
+    conn = pika.BlockingConnection(params)
+    try:
+        conn.channel().close()
+    finally:
+        conn.close()

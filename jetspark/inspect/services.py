@@ -1,0 +1,230 @@
+"""``jetspark inspect``: live numbers from the services a checkpoint's query uses (read-only).
+
+- jetkafka: each partition's lag, the broker's end offset (high watermark) minus the next
+  offset of the last batch in the offset log (the records the query has not planned yet);
+- jetrabbitmq: the queue's ready count (a passive ``queue_declare`` over AMQP: any user of the
+  queue can do it) and consumers; the unacked count only from the management plugin's HTTP API
+  when its URL is given (``rabbitmqctl`` needs the node's Erlang cookie, which a user of the
+  broker rarely has). Without the API, ``walMessages`` counts the messages in the write-ahead
+  log under ``walLocation``: the deliveries the query took and has not acked yet (on a running
+  query they are what the broker shows as unacked; on a stopped one they are back in the queue
+  and are acked as duplicates by the next run). Also the WAL, dedup store and lease files;
+- jetjdbc ``exactly-once``: the sink's prepared transactions (``pg_prepared_xacts``, gid
+  ``jetspark:<sinkId>:<batch>:<partition>:<attempt>``) with their age.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from jetspark.errors import ServiceError
+from jetspark.redaction import redact_dsn
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """A Kafka partition: the query's next offset (last batch in the log) and the broker's end."""
+
+    topic: str
+    partition: int
+    offset: int
+    low: int
+    end: int
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.end - self.offset)
+
+
+def kafka_lag(bootstrap: str, offsets: Iterable[tuple[str, int, int]], *, timeout_s: float = 10.0,
+              config: dict[str, str] | None = None) -> list[PartitionLag]:
+    """Lags of ``(topic, partition, next offset)`` behind the broker's end offsets."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jetspark-inspect",
+                         "enable.auto.commit": False, **(config or {})})
+    try:
+        out = []
+        for topic, partition, offset in offsets:
+            try:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                           timeout=timeout_s)
+            except KafkaException as e:
+                raise ServiceError(f"Kafka at {bootstrap}: end offset of {topic}[{partition}]: {e}") from None
+            out.append(PartitionLag(topic, partition, offset, low, high))
+        return out
+    finally:
+        consumer.close()
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A RabbitMQ queue: ready messages and consumers (AMQP), unacked (management API, or None)."""
+
+    queue: str
+    ready: int
+    consumers: int
+    unacked: int | None = None
+
+
+def queue_state(amqp_url: str, queue: str, api_url: str | None = None) -> QueueState:
+    """Ready count and consumers by a passive declare; unacked from the HTTP API when given."""
+    import pika
+    from pika.exceptions import AMQPError
+
+    try:
+        conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    except AMQPError as e:
+        raise ServiceError(f"RabbitMQ at {redact_dsn(amqp_url)}: {e!r}") from None
+    try:
+        ok = conn.channel().queue_declare(queue, passive=True).method
+    except AMQPError as e:
+        raise ServiceError(f"RabbitMQ at {redact_dsn(amqp_url)}: queue {queue!r}: {e!r}") from None
+    finally:
+        if conn.is_open:
+            conn.close()
+    unacked = None
+    if api_url:
+        vhost = urllib.parse.urlsplit(amqp_url).path.lstrip("/") or "%2F"
+        unacked = int(management_queue(api_url, urllib.parse.unquote(vhost), queue)
+                      .get("messages_unacknowledged", 0))
+    return QueueState(queue, ok.message_count, ok.consumer_count, unacked)
+
+
+def management_queue(api_url: str, vhost: str, queue: str, timeout_s: float = 10.0) -> dict:
+    """``GET /api/queues/<vhost>/<queue>`` of the management plugin (``http://user:pass@host:15672``)."""
+    parts = urllib.parse.urlsplit(api_url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    quote = urllib.parse.quote
+    url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/")
+                                   + f"/api/queues/{quote(vhost, safe='')}/{quote(queue, safe='')}", "", ""))
+    request = urllib.request.Request(url)
+    user = urllib.parse.unquote(parts.username or "guest")
+    password = urllib.parse.unquote(parts.password or "guest")
+    request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # the user's own URL
+            return json.loads(response.read())
+    except (OSError, ValueError) as e:
+        raise ServiceError(f"RabbitMQ management API at {redact_dsn(api_url)}: {e}") from None
+
+
+@dataclass(frozen=True)
+class FolderUsage:
+    files: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class WalState:
+    """The files under a jetrabbitmq ``walLocation`` (a local folder)."""
+
+    location: str
+    wal: FolderUsage
+    wal_messages: int
+    """Messages in the WAL files: taken from the queue, not acked yet."""
+    wal_ranges: tuple[tuple[int, int, int], ...]
+    """``(start, end, epoch)`` of each WAL file."""
+    dedup: FolderUsage
+    lease: FolderUsage
+    holder: dict | None
+    """The newest lease file's content (``epoch``, ``host``, ``pid``, ``renewedMs``, ``released``)."""
+
+
+def _usage(folder: str, suffix: str = "") -> tuple[FolderUsage, list[str]]:
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(suffix) and not n.startswith("."))
+    except FileNotFoundError:
+        return FolderUsage(0, 0), []
+    size = 0
+    for n in names:
+        try:
+            size += os.path.getsize(os.path.join(folder, n))
+        except FileNotFoundError:  # deleted meanwhile by the running query
+            pass
+    return FolderUsage(len(names), size), names
+
+
+def wal_state(location: str) -> WalState:
+    """Count and size the WAL, dedup and lease files under ``location``."""
+    from jetspark.datasources.rabbitmq.dedup import DEDUP_DIR
+    from jetspark.datasources.rabbitmq.lease import LEASE_DIR
+    from jetspark.datasources.rabbitmq.wal import SUFFIX, WAL_DIR, WalRange
+
+    root = location.removeprefix("file://")
+    wal, names = _usage(os.path.join(root, WAL_DIR), SUFFIX)
+    ranges = []
+    for n in names:
+        try:
+            r = WalRange.from_file_name(n)
+        except ValueError:
+            continue
+        ranges.append((r.start, r.end, r.epoch))
+    dedup, _ = _usage(os.path.join(root, DEDUP_DIR))
+    lease, lease_names = _usage(os.path.join(root, LEASE_DIR), ".json")
+    holder = None
+    for n in reversed(lease_names):
+        try:
+            with open(os.path.join(root, LEASE_DIR, n)) as f:
+                holder = json.load(f)
+            break
+        except (FileNotFoundError, ValueError):
+            continue
+    return WalState(location, wal, sum(e - s for s, e, _ in ranges), tuple(sorted(ranges)), dedup, lease,
+                    holder)
+
+
+@dataclass(frozen=True)
+class PreparedTransaction:
+    """A jetjdbc prepared transaction waiting for the driver's ``COMMIT PREPARED``."""
+
+    gid: str
+    sink_id: str | None
+    batch_id: int | None
+    partition: int | None
+    attempt: int | None
+    prepared_ms: int
+    age_ms: int
+    owner: str
+    database: str
+
+
+def prepared_transactions(pg_url: str, sink_id: str | None = None) -> list[PreparedTransaction]:
+    """Prepared transactions of jetjdbc sinks (of ``sink_id`` when given) on the server, oldest first.
+
+    ``pg_url``: as jetjdbc's ``url`` option (``postgresql://…``, ``jdbc:postgresql://…``, libpq
+    key=value). Every database of the server is listed; the age is the server's ``now()``
+    minus ``prepared``.
+    """
+    import psycopg
+
+    from jetspark.sinks.jdbc.options import JdbcSinkOptions
+    from jetspark.sinks.jdbc.resource import GID_PREFIX, parse_gid
+
+    options = JdbcSinkOptions.parse({"url": pg_url, "table": "jetspark_inspect"})
+    prefix = f"{GID_PREFIX}:{sink_id}:" if sink_id else f"{GID_PREFIX}:"
+    try:
+        with psycopg.connect(options.conninfo, autocommit=True, application_name="jetspark-inspect",
+                             **options.connect_kwargs()) as conn:
+            rows = conn.execute(
+                "SELECT gid, (extract(epoch FROM prepared) * 1000)::bigint, "
+                "(extract(epoch FROM now() - prepared) * 1000)::bigint, owner, database "
+                "FROM pg_prepared_xacts WHERE starts_with(gid, %s) ORDER BY prepared, gid",
+                (prefix,)).fetchall()
+    except psycopg.Error as e:
+        raise ServiceError(f"PostgreSQL at {options.where}: {options.scrub(str(e))}") from None
+    out = []
+    for gid, prepared_ms, age_ms, owner, database in rows:
+        key = parse_gid(gid)
+        out.append(PreparedTransaction(
+            gid, key.sink_id if key else None, key.batch_id if key else None,
+            key.partition_id if key else None, key.attempt if key else None,
+            int(prepared_ms), int(age_ms), owner, database))
+    return out

@@ -1,0 +1,67 @@
+"""The non-transactional-protocol PostgreSQL writes: plain COPY and COPY-staged upserts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+from psycopg import sql
+
+from jetspark import faults
+from jetspark.sinks.jdbc.arrow_copy import to_csv
+from jetspark.sinks.jdbc.target import PostgresTarget, connect
+from jetspark.sinks.transactional import DURING_WRITE
+
+STAGING = "jetspark_staging"
+
+
+def copy_append(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> int:
+    """``at-least-once``: COPY every batch into the table in one transaction per task."""
+    rows = 0
+    with connect(target.options, autocommit=False) as conn, conn.cursor() as cur:
+        for batch in batches:
+            if batch.num_rows:
+                with cur.copy(target.copy_sql()) as copy:
+                    copy.write(memoryview(to_csv(batch)))
+                rows += batch.num_rows
+                faults.point(DURING_WRITE)
+        conn.commit()
+    return rows
+
+
+def copy_upsert(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> int:
+    """``idempotent``: COPY into a temporary staging table, then one INSERT … ON CONFLICT.
+
+    Within one task, the last row of a key wins (rows keep their order in the staging
+    table). Replays write the same rows again and converge to the same table.
+    """
+    options = target.options
+    staging = sql.Identifier(STAGING)
+    rows = 0
+    with connect(options, autocommit=False) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
+            staging, target.table_sql))
+        for batch in batches:
+            if batch.num_rows:
+                with cur.copy(target.copy_sql(staging)) as copy:
+                    copy.write(memoryview(to_csv(batch)))
+                rows += batch.num_rows
+                faults.point(DURING_WRITE)
+        if rows:
+            cur.execute(upsert_sql(target))
+        conn.commit()
+    return rows
+
+
+def upsert_sql(target: PostgresTarget) -> sql.Composed:
+    keys = target.options.keys
+    cols = sql.SQL(", ").join(map(sql.Identifier, target.columns))
+    key_cols = sql.SQL(", ").join(map(sql.Identifier, keys))
+    others = [c for c in target.columns if c not in keys]
+    action = (sql.SQL("DO UPDATE SET ") + sql.SQL(", ").join(
+        sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in others)
+        if others else sql.SQL("DO NOTHING"))
+    return sql.SQL(
+        "INSERT INTO {table} ({cols}) SELECT DISTINCT ON ({keys}) {cols} FROM {staging} "
+        "ORDER BY {keys}, ctid DESC ON CONFLICT ({keys}) {action}").format(
+        table=target.table_sql, cols=cols, keys=key_cols, staging=sql.Identifier(STAGING), action=action)

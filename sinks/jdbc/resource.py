@@ -1,0 +1,167 @@
+"""PostgreSQL as a :class:`TransactionalResource`: COPY, a marker row, PREPARE TRANSACTION.
+
+Global transaction ids (gids) are deterministic: ``jetspark:<sink>:<batch>:<partition>:<attempt>``.
+The marker's primary key (sink, batch, partition) means at most one transaction per
+partition can be prepared at a time, and at most one ever commits: a second attempt's
+marker insert waits for the first and then fails if the first committed.
+
+``two_phase=True`` (mode ``exactly-once``) leaves the transaction prepared for the driver's
+``COMMIT PREPARED``; ``two_phase=False`` (mode ``transactional``) commits it in the task.
+"""
+
+from __future__ import annotations
+
+import psycopg
+import pyarrow as pa
+from psycopg import errors, sql
+
+from jetspark import faults
+from jetspark.sinks.jdbc.arrow_copy import to_csv
+from jetspark.sinks.jdbc.target import MARKER_COLUMNS, PostgresTarget, connect
+from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
+
+GID_PREFIX = "jetspark"
+
+
+def gid_of(key: PartitionKey) -> str:
+    return f"{_partition_prefix(key)}{key.attempt}"
+
+
+def _partition_prefix(key: PartitionKey) -> str:
+    return f"{GID_PREFIX}:{key.sink_id}:{key.batch_id}:{key.partition_id}:"
+
+
+def parse_gid(gid: str) -> PartitionKey | None:
+    """The key a gid of ours was built from; None for other transactions' gids."""
+    parts = gid.split(":")
+    if len(parts) != 5 or parts[0] != GID_PREFIX:
+        return None
+    try:
+        return PartitionKey(parts[1], int(parts[2]), int(parts[3]), int(parts[4]))
+    except ValueError:
+        return None
+
+
+class PostgresResource(TransactionalResource):
+    """One task's (or the driver's) PostgreSQL session for a ``jetjdbc`` sink."""
+
+    def __init__(self, target: PostgresTarget, *, two_phase: bool) -> None:
+        self.target = target
+        self.supports_remote_commit = two_phase
+        self._conn: psycopg.Connection | None = None
+        self._key: PartitionKey | None = None
+        self._rows = 0
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        if self._conn is None:
+            self._conn = connect(self.target.options, autocommit=True)
+        return self._conn
+
+    # -- task side -------------------------------------------------------------------------
+    def recover(self, key: PartitionKey) -> bool:
+        committed = self._marker_exists(key)
+        leftovers = self._prepared_gids(_partition_prefix(key))
+        if committed or leftovers:
+            faults.point(DURING_RECOVERY)
+        for gid in leftovers:  # earlier attempts or runs of this partition: never committed
+            self.rollback(gid)
+        return committed
+
+    def begin(self, key: PartitionKey) -> None:
+        self._key = key
+        self._rows = 0
+        self.conn.execute("BEGIN")
+
+    def write(self, batch: pa.RecordBatch) -> int:
+        with self.conn.cursor().copy(self.target.copy_sql()) as copy:
+            copy.write(memoryview(to_csv(batch)))
+        self._rows += batch.num_rows
+        return batch.num_rows
+
+    def prepare(self) -> str:
+        key = self._require_key()
+        self.conn.execute(
+            sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s)").format(
+                self.target.marker_sql, sql.SQL(MARKER_COLUMNS)),
+            (key.sink_id, key.batch_id, key.partition_id, key.attempt, self._rows))
+        gid = gid_of(key)
+        if self.supports_remote_commit:
+            self.conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+            self._key = None
+        return gid
+
+    # -- either side -----------------------------------------------------------------------
+    def commit(self, handle: str) -> None:
+        if self._key is not None and handle == gid_of(self._key):  # the task's own transaction
+            self.conn.execute("COMMIT")
+            self._key = None
+            return
+        try:
+            self.conn.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(handle)))
+        except errors.UndefinedObject:
+            key = parse_gid(handle)
+            if key is not None and self._marker_exists(key):
+                return  # committed before (a repeated commit)
+            raise SinkError(
+                f"prepared transaction {handle!r} no longer exists and its marker is not committed: "
+                f"it was rolled back (by a concurrent attempt of the same partition or an operator); "
+                f"failing the batch so that Spark replays it") from None
+
+    def rollback(self, handle: str | None = None) -> None:
+        if handle is None:
+            if self._key is not None and self._conn is not None:
+                try:
+                    self._conn.execute("ROLLBACK")
+                except psycopg.Error:
+                    self.close()  # a broken session: the server rolls the transaction back
+            self._key = None
+            return
+        try:
+            self.conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(handle)))
+        except errors.UndefinedObject:
+            pass  # already gone: committed or rolled back by someone else
+
+    # -- driver side -----------------------------------------------------------------------
+    def rollback_strays(self, sink_id: str, up_to_batch: int) -> list[str]:
+        stray = []
+        for gid in self._prepared_gids(f"{GID_PREFIX}:{sink_id}:"):
+            key = parse_gid(gid)
+            if key is not None and key.batch_id <= up_to_batch:
+                self.rollback(gid)
+                stray.append(gid)
+        return stray
+
+    def forget_markers(self, sink_id: str, before_batch: int) -> None:
+        """Delete markers of batches Spark can no longer replay."""
+        self.conn.execute(sql.SQL("DELETE FROM {} WHERE sink_id = %s AND batch_id < %s").format(
+            self.target.marker_sql), (sink_id, before_batch))
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()  # an open (unprepared) transaction is rolled back by the server
+            self._conn = None
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _require_key(self) -> PartitionKey:
+        if self._key is None:
+            raise SinkError("no transaction is open (begin() was not called)")
+        return self._key
+
+    def _marker_exists(self, key: PartitionKey) -> bool:
+        row = self.conn.execute(
+            sql.SQL("SELECT 1 FROM {} WHERE sink_id = %s AND batch_id = %s AND partition_id = %s").format(
+                self.target.marker_sql), (key.sink_id, key.batch_id, key.partition_id)).fetchone()
+        return row is not None
+
+    def _prepared_gids(self, prefix: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
+            "AND starts_with(gid, %s) ORDER BY gid", (prefix,)).fetchall()
+        return [gid for (gid,) in rows]
+
+
+def pending_transactions(target: PostgresTarget, sink_id: str | None = None) -> list[str]:
+    """Prepared transactions of jetjdbc sinks (of ``sink_id``) on the target's database."""
+    with PostgresResource(target, two_phase=True) as resource:
+        return resource._prepared_gids(f"{GID_PREFIX}:{sink_id}:" if sink_id else f"{GID_PREFIX}:")

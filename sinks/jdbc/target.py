@@ -1,0 +1,144 @@
+"""Driver-side checks before a ``jetjdbc`` write starts, and the resulting write target.
+
+``prepare_target`` runs when Spark creates the writer (query start, and again for each
+driver commit): it fails with a clear message — before any row is written — when the
+server cannot do what the mode needs, or when the DataFrame does not fit the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import psycopg
+from psycopg import errors, sql
+from pyspark.sql import types as T
+
+from jetspark.sinks.jdbc.options import EXACTLY_ONCE, IDEMPOTENT, TRANSACTIONAL, JdbcSinkOptions, TableName
+from jetspark.sinks.jdbc.schema import TableColumn, check_supported, create_table_sql, mismatches
+from jetspark.sinks.transactional import SinkError
+
+MARKER_COLUMNS = "sink_id, batch_id, partition_id, attempt, row_count"
+
+
+@dataclass(frozen=True)
+class PostgresTarget:
+    """Where and what a ``jetjdbc`` task writes: the options and the DataFrame's columns."""
+
+    options: JdbcSinkOptions
+    columns: tuple[str, ...]
+
+    def copy_sql(self, table: sql.Composable | None = None) -> sql.Composed:
+        return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT csv)").format(
+            table if table is not None else self.table_sql,
+            sql.SQL(", ").join(map(sql.Identifier, self.columns)))
+
+    @property
+    def table_sql(self) -> sql.Identifier:
+        return sql.Identifier(*self.options.table.parts())
+
+    @property
+    def marker_sql(self) -> sql.Identifier:
+        return sql.Identifier(*self.options.marker_table.parts())
+
+
+def connect(options: JdbcSinkOptions, *, autocommit: bool = True) -> psycopg.Connection:
+    """A connection to the sink's server; a failure names the server without credentials."""
+    try:
+        return psycopg.connect(options.conninfo, autocommit=autocommit, application_name="jetspark-sink",
+                               **options.connect_kwargs())
+    except psycopg.Error as e:
+        raise SinkError(f"cannot connect to PostgreSQL at {options.where}: {options.scrub(str(e))}") from None
+
+
+def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bool) -> PostgresTarget:
+    """Check server, table and DataFrame; create the table and marker table when needed."""
+    check_supported(schema)
+    if overwrite and options.mode != IDEMPOTENT:
+        raise SinkError(f"jetjdbc cannot overwrite (complete output mode / SaveMode.Overwrite) in "
+                        f"mode={options.mode}; use mode=idempotent with keys (upserts)")
+    with connect(options) as conn:
+        if options.mode == EXACTLY_ONCE:
+            check_prepared_transactions(conn, options)
+        columns = table_columns(conn, options.table)
+        if columns is None:
+            if not options.create_table:
+                raise SinkError(f"table {options.table} does not exist at {options.where}; create it or "
+                                f"set the option createTable=true")
+            _create_quietly(conn, create_table_sql(options.table, schema, options.keys))
+            columns = table_columns(conn, options.table) or []
+        problems = mismatches(schema, columns, options.keys)
+        if problems:
+            raise SinkError(f"the DataFrame does not fit table {options.table}: " + "; ".join(problems))
+        if options.mode == IDEMPOTENT:
+            check_unique_keys(conn, options)
+        if options.mode in (EXACTLY_ONCE, TRANSACTIONAL):
+            ensure_marker_table(conn, options.marker_table)
+    return PostgresTarget(options, tuple(schema.fieldNames()))
+
+
+def check_prepared_transactions(conn: psycopg.Connection, options: JdbcSinkOptions) -> None:
+    value = int(conn.execute("SHOW max_prepared_transactions").fetchone()[0])
+    if value <= 0:
+        raise SinkError(
+            f"mode=exactly-once needs prepared transactions (two-phase commit), but the PostgreSQL "
+            f"server at {options.where} has max_prepared_transactions = {value}. Set "
+            f"max_prepared_transactions to at least the number of sink tasks writing at once (e.g. 64) "
+            f"in postgresql.conf and restart the server, or use mode=transactional (one transaction "
+            f"per task, committed by the task; replays are still skipped by marker)")
+
+
+def table_columns(conn: psycopg.Connection, table: TableName) -> list[TableColumn] | None:
+    """The table's columns in order, or None when the table does not exist."""
+    regclass = _regclass(conn, table)
+    if regclass is None:
+        return None
+    rows = conn.execute(
+        """SELECT a.attname, COALESCE(bt.typname, t.typname), format_type(a.atttypid, a.atttypmod),
+                  t.typcategory, a.attnotnull,
+                  a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> ''
+           FROM pg_attribute a
+           JOIN pg_type t ON t.oid = a.atttypid
+           LEFT JOIN pg_type bt ON t.typtype = 'd' AND bt.oid = t.typbasetype
+           WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped
+           ORDER BY a.attnum""", (regclass,)).fetchall()
+    return [TableColumn(*row) for row in rows]
+
+
+def check_unique_keys(conn: psycopg.Connection, options: JdbcSinkOptions) -> None:
+    """``INSERT … ON CONFLICT (keys)`` needs a primary key or unique index on exactly the keys."""
+    rows = conn.execute(
+        """SELECT array_agg(a.attname::text) FROM pg_index i
+           JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+           WHERE i.indrelid = %s AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+           GROUP BY i.indexrelid""", (_regclass(conn, options.table),)).fetchall()
+    if not any(set(cols) == set(options.keys) for (cols,) in rows):
+        keys = ", ".join(options.keys)
+        raise SinkError(f"mode=idempotent upserts with INSERT … ON CONFLICT ({keys}), which needs a "
+                        f"primary key or unique index on exactly ({keys}) of table {options.table}; "
+                        f"none exists (e.g. ALTER TABLE … ADD PRIMARY KEY ({keys}))")
+
+
+def ensure_marker_table(conn: psycopg.Connection, marker: TableName) -> None:
+    """The table of committed (sink, batch, partition) markers; one row per committed task."""
+    if _regclass(conn, marker) is not None:
+        return
+    _create_quietly(conn, sql.SQL(
+        """CREATE TABLE IF NOT EXISTS {} (
+               sink_id text NOT NULL, batch_id bigint NOT NULL, partition_id integer NOT NULL,
+               attempt integer NOT NULL, row_count bigint NOT NULL,
+               committed_at timestamptz NOT NULL DEFAULT now(),
+               PRIMARY KEY (sink_id, batch_id, partition_id))""").format(
+        sql.Identifier(*marker.parts())))
+
+
+def _regclass(conn: psycopg.Connection, table: TableName) -> int | None:
+    name = sql.Identifier(*table.parts()).as_string(conn)
+    return conn.execute("SELECT to_regclass(%s)::oid", (name,)).fetchone()[0]
+
+
+def _create_quietly(conn: psycopg.Connection, statement: sql.Composable) -> None:
+    """CREATE … IF NOT EXISTS, tolerating a concurrent creator (a race on the catalog)."""
+    try:
+        conn.execute(statement)
+    except (errors.UniqueViolation, errors.DuplicateTable):
+        pass

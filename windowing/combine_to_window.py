@@ -1,0 +1,208 @@
+"""Stage 2: global combining of partial frames / sessions, keyed, vectorized over many keys.
+
+:func:`step` is the pure heart of the streaming operator and of the batch path. It takes
+the retained state (a partial table), the new partial rows and two watermarks:
+
+* ``emitted_us``: windows ending at or before it were emitted earlier (None: nothing yet),
+* ``watermark_us``: windows ending at or before it are emitted now (None: everything —
+  the static-DataFrame case),
+
+and returns the new state (only frames / sessions some open window still needs), the
+emitted windows and the end of the next window to close (for the event-time timer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from jetspark.windowing.aggregate_operation import reduce_groups, take
+from jetspark.windowing.keys import key_codes, pair_groups
+from jetspark.windowing.plan import END, FRAME, START, Plan, us_to_ts
+from jetspark.windowing.policy import SlidingWindowPolicy
+from jetspark.windowing.sessions import merge_sessions
+from jetspark.windowing.sliding_scan import sliding_windows
+
+WINDOW_START = "window_start"
+WINDOW_END = "window_end"
+
+
+@dataclass
+class StepResult:
+    state: pa.Table | None
+    output: pa.Table
+    next_close_us: int | None  # smallest watermark at which another window closes
+
+
+def output_schema_fields(plan: Plan) -> list[tuple[str, str]]:
+    """(name, Spark DDL) of the non-key output columns."""
+    return [(WINDOW_START, "timestamp"), (WINDOW_END, "timestamp")] + [
+        (name, op.result_type) for name, op in zip(plan.names, plan.ops, strict=True)
+    ]
+
+
+def _concat(tables: list[pa.Table | None]) -> pa.Table | None:
+    tables = [t for t in tables if t is not None and t.num_rows]
+    if not tables:
+        return None
+    if len(tables) == 1:
+        return tables[0]
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def _output(plan: Plan, keys: pa.Table, start: np.ndarray, end: np.ndarray, accs) -> pa.Table:
+    cols = {name: keys.column(name) for name in plan.keys}
+    cols[WINDOW_START] = us_to_ts(start)
+    cols[WINDOW_END] = us_to_ts(end)
+    cols.update(plan.results_to_columns(accs))
+    return pa.table(cols)
+
+
+def empty_output(plan: Plan, key_types: dict[str, pa.DataType]) -> pa.Table:
+    keys = pa.table({k: pa.array([], key_types[k]) for k in plan.keys})
+    z = np.zeros(0, np.int64)
+    return _output(plan, keys, z, z, [op.create(0) for op in plan.ops])
+
+
+@dataclass
+class Cells:
+    """Merged partial rows: unique (key, frame) cells or disjoint sessions, sorted by key."""
+
+    keys: pa.Table
+    kc: np.ndarray
+    pos: dict[str, np.ndarray]
+    accs: list
+
+    def take(self, idx: np.ndarray) -> Cells:
+        return Cells(
+            self.keys.take(idx),
+            self.kc[idx],
+            {k: v[idx] for k, v in self.pos.items()},
+            [take(a, idx) for a in self.accs],
+        )
+
+    def table(self, plan: Plan) -> pa.Table:
+        return pa.table(
+            {
+                **{k: self.keys.column(k) for k in plan.keys},
+                **{k: pa.array(v, pa.int64()) for k, v in self.pos.items()},
+                **plan.accs_to_columns(self.accs),
+            }
+        )
+
+
+def merge(plan: Plan, table: pa.Table) -> Cells:
+    """Combine rows of the same (key, frame), or overlapping sessions of a key."""
+    kc = key_codes(table, plan.keys)
+    accs = plan.accs_from_table(table)
+    keys = table.select(list(plan.keys))
+    if plan.is_session:
+        start = table.column(START).to_numpy()
+        end = table.column(END).to_numpy()
+        src, ckc, s, e, merged = merge_sessions(plan.ops, accs, kc, start, end)
+        return Cells(keys.take(src), ckc, {START: s, END: e}, merged)
+    frame = table.column(FRAME).to_numpy()
+    gid, ng, first = pair_groups(kc, frame)
+    if ng != len(gid):
+        accs = [reduce_groups(op, a, gid, ng) for op, a in zip(plan.ops, accs, strict=True)]
+        kc, frame = kc[first], frame[first]
+    else:  # already one row per (key, frame): e.g. Spark aggregated them (static queries)
+        first = None
+    order = np.lexsort((frame, kc))
+    rows = order if first is None else first[order]
+    return Cells(keys.take(rows), kc[order], {FRAME: frame[order]}, take_shared(accs, order))
+
+
+def take_shared(accs: list, idx: np.ndarray) -> list:
+    """``take`` of every accumulator batch; arrays shared between operations (fields
+    stored once, see :class:`.aggregate.Field`) stay shared, and are taken once."""
+    done: dict[int, np.ndarray] = {}
+    out = []
+    for acc in accs:
+        cols = []
+        for c in acc:
+            if id(c) not in done:
+                done[id(c)] = c[idx]
+            cols.append(done[id(c)])
+        out.append(tuple(cols))
+    return out
+
+
+def emit(plan: Plan, cells: Cells, emitted_us: int | None, watermark_us: int | None) -> pa.Table:
+    """Windows of ``cells`` closed at ``watermark_us`` but not yet at ``emitted_us``.
+
+    A sliding window [start, end) is closed when watermark >= end (as in Spark); a session
+    only when watermark > end — an on-time event at t == end still extends it (Jet:
+    intervals [t, t + timeout] that touch merge). None = unbounded.
+    """
+    if plan.is_session:
+        e = cells.pos[END]
+        ok = np.ones(len(e), dtype=bool)
+        if watermark_us is not None:
+            ok &= e < watermark_us
+        if emitted_us is not None:
+            ok &= e >= emitted_us
+        c = cells if ok.all() else cells.take(np.flatnonzero(ok))
+        return _output(plan, c.keys, c.pos[START], c.pos[END], c.accs)
+    policy = SlidingWindowPolicy.of(plan.window)
+    wins = sliding_windows(
+        plan.ops,
+        cells.accs,
+        cells.kc,
+        cells.pos[FRAME],
+        policy.k,
+        policy.first_open_window(emitted_us),
+        policy.last_closed_window(watermark_us),
+        plan.use_deduct,
+    )
+    return _output(
+        plan,
+        cells.keys.take(wins.cell),
+        policy.window_start(wins.last_frame),
+        policy.window_end(wins.last_frame),
+        wins.accs,
+    )
+
+
+def evict(plan: Plan, cells: Cells, watermark_us: int) -> tuple[Cells, int | None]:
+    """Drop what no open window needs; also return the watermark at which the next window
+    closes (for the event-time timer)."""
+    if plan.is_session:
+        keep = np.flatnonzero(cells.pos[END] >= watermark_us)
+        kept = cells.take(keep)
+        e = kept.pos[END]
+        return kept, (int(e.min()) + 1 if len(e) else None)
+    policy = SlidingWindowPolicy.of(plan.window)
+    keep = np.flatnonzero(cells.pos[FRAME] >= policy.first_needed_frame(watermark_us))
+    kept = cells.take(keep)
+    return kept, policy.next_window_end(kept.pos[FRAME], watermark_us)
+
+
+def step(
+    plan: Plan,
+    state: pa.Table | None,
+    partials: pa.Table | None,
+    emitted_us: int | None,
+    watermark_us: int | None,
+) -> StepResult | None:
+    """One stage-2 step; None when there is neither state nor input.
+
+    Streaming (``watermark_us`` given): first the windows of the *retained state* ending
+    in (emitted_us, watermark_us] are emitted, then the new partials are merged — so
+    late contributions never touch a window at or before the watermark (Spark drops
+    them the same way) — and what no open window needs is evicted.
+    Static (``watermark_us`` None): everything is merged and every window emitted.
+    """
+    table = _concat([state, partials])
+    if table is None:
+        return None
+    if watermark_us is None:
+        return StepResult(None, emit(plan, merge(plan, table), None, None), None)
+    if state is not None and state.num_rows:
+        out = emit(plan, merge(plan, state), emitted_us, watermark_us)
+    else:
+        out = empty_output(plan, {k: table.schema.field(k).type for k in plan.keys})
+    kept, nxt = evict(plan, merge(plan, table), watermark_us)
+    return StepResult(kept.table(plan), out, nxt)

@@ -17,7 +17,7 @@ from jetspark.datasources.kafka.event_time import EventTimeSpec
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range, scan_max_timestamps
 from jetspark.datasources.kafka.source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, produce
-from tests.unit.test_kafka_event_time import ISO_FORMS
+from tests.unit.datasources.kafka.test_event_time import ISO_FORMS
 
 pytestmark = pytest.mark.integration
 

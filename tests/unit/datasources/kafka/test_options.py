@@ -114,7 +114,7 @@ def test_split_ranges_for_min_partitions_covers_every_offset_once():
 
 def test_format_module_exposes_default_source():
     # Loaded from its file: it is only importable by name once pyproject lists it.
-    path = Path(__file__).resolve().parents[2] / "formats" / "pyspark_jetkafka.py"
+    path = Path(__file__).resolve().parents[4] / "formats" / "pyspark_jetkafka.py"
     spec = importlib.util.spec_from_file_location("pyspark_jetkafka", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -43,7 +43,7 @@ def worker_reader(spark) -> str:
     """The Kafka reader jetkafka's read tasks use, asked from a Spark Python worker."""
 
     def probe(_):
-        from jetspark.datasources.kafka.read import reader_description
+        from jetspark.datasources.kafka.consumers import reader_description
 
         yield reader_description()
 

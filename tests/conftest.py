@@ -23,7 +23,7 @@ def services() -> Iterator[Services]:
     """
     handle = acquire()
     yield handle
-    from jetspark.datasources.kafka.read import close_pooled_consumers
+    from jetspark.datasources.kafka.consumers import close_pooled_consumers
 
     close_pooled_consumers()
     handle.release()

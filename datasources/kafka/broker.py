@@ -39,7 +39,7 @@ def make_admin(kafka: Mapping[str, str]) -> AdminClient:
 
 def validate_consumer_conf(kafka: Mapping[str, str]) -> None:
     """Build (and drop) a consumer, so a bad ``kafka.*`` option fails on the driver, by name."""
-    from jetspark.datasources.kafka.read import consumer_conf
+    from jetspark.datasources.kafka.consumers import consumer_conf
 
     try:
         Consumer(consumer_conf(kafka)).close()
@@ -139,7 +139,7 @@ class KafkaBroker:
         One fetch per partition with a consumer kept for the reader's life: the consumer
         skips control records and aborted data, so it returns a later offset (or the end).
         """
-        from jetspark.datasources.kafka.read import consumer_conf
+        from jetspark.datasources.kafka.consumers import consumer_conf
 
         out: dict[TopicPartition, int | None] = {tp: None for tp in offsets}
         if not offsets:

@@ -86,17 +86,12 @@ from pyspark.sql.streaming.datasource import (
 
 from jetspark import faults
 from jetspark.datasources.kafka.broker import KafkaBroker
+from jetspark.datasources.kafka.consumers import DataLossError
 from jetspark.datasources.kafka.offsets import KafkaOffset, TopicPartition, tp_key
 from jetspark.datasources.kafka.options import EARLIEST, LATEST, KafkaSourceOptions
-from jetspark.datasources.kafka.read import (
-    DataLossError,
-    RangeSpec,
-    ReadSettings,
-    heartbeat_batch,
-    read_range,
-    scan_max_timestamps,
-    spark_schema,
-)
+from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
+from jetspark.datasources.kafka.scan import scan_max_timestamps
+from jetspark.datasources.kafka.schema import heartbeat_batch, spark_schema
 from jetspark.datasources.watermarks import Clock, Progress, WatermarkTracker, wall_clock_ms
 from jetspark.errors import JetsparkError
 from jetspark.options import Options

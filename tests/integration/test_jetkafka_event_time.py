@@ -14,7 +14,8 @@ from pyspark.errors import StreamingQueryException
 from jetspark.datasources import read_kafka_stream
 from jetspark.datasources.kafka import native as kafka_native
 from jetspark.datasources.kafka.event_time import EventTimeSpec
-from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range, scan_max_timestamps
+from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
+from jetspark.datasources.kafka.scan import scan_max_timestamps
 from jetspark.datasources.kafka.source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, produce
 from tests.unit.datasources.kafka.test_event_time import ISO_FORMS

@@ -18,13 +18,8 @@ import pyarrow as pa
 import pytest
 
 from jetspark.datasources.kafka import native as kafka_native
-from jetspark.datasources.kafka.read import (
-    RangeSpec,
-    ReadSettings,
-    read_range,
-    reader_description,
-    use_native,
-)
+from jetspark.datasources.kafka.consumers import reader_description, use_native
+from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from tests.integration.scripts.jetkafka_common import BASE_TS, numbered, produce
 
 pytestmark = pytest.mark.integration
@@ -103,7 +98,7 @@ def test_spark_python_workers_use_the_native_reader(spark):
     """The worker imports the package like jetkafka's read tasks do (editable install included)."""
 
     def probe(_):
-        from jetspark.datasources.kafka.read import use_native as worker_use_native
+        from jetspark.datasources.kafka.consumers import use_native as worker_use_native
 
         yield worker_use_native()
 
@@ -207,7 +202,7 @@ def test_the_drivers_timestamp_scan_is_the_same_through_both_readers(kafka_boots
     from confluent_kafka import Consumer, TopicPartition
 
     from jetspark.datasources.kafka.event_time import EventTimeSpec
-    from jetspark.datasources.kafka.read import scan_max_timestamps
+    from jetspark.datasources.kafka.scan import scan_max_timestamps
 
     topic = kafka_topic(2)
     tid = f"scan-{uuid.uuid4().hex[:6]}"
@@ -244,7 +239,7 @@ def test_consumers_fetch_again_soon():
     filled, and a consumer at the log's end has a fetch in flight for fetch.wait.max.ms that a
     pooled consumer's next assignment waits for: the readers ask 10 ms for both unless the
     user sets them (docs/design.md)."""
-    from jetspark.datasources.kafka.read import consumer_conf
+    from jetspark.datasources.kafka.consumers import consumer_conf
 
     for name in ("fetch.queue.backoff.ms", "fetch.wait.max.ms"):
         assert consumer_conf({"bootstrap.servers": "b"})[name] == "10"

@@ -12,8 +12,9 @@ import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+from jetspark.datasources.kafka.consumers import consumer_conf
 from jetspark.datasources.kafka.native import NativeConsumer
-from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, consumer_conf, read_range
+from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 
 bootstrap, topic, cycles, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 KAFKA = {"bootstrap.servers": bootstrap, "group.id": f"native-stress-{uuid.uuid4().hex[:8]}"}

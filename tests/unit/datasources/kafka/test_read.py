@@ -6,8 +6,8 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from jetspark.datasources.kafka import source as kafka_source
+from jetspark.datasources.kafka.consumers import DataLossError
 from jetspark.datasources.kafka.options import KafkaSourceOptions
-from jetspark.datasources.kafka.read import DataLossError
 from jetspark.datasources.kafka.source import Heartbeat, KafkaRange, KafkaStreamReader
 
 T = "t"

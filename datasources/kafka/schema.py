@@ -1,0 +1,51 @@
+"""The rows of the jetkafka source: Spark's Kafka columns, then the column contract
+(:mod:`jetspark.columns`), then ``eventTime`` when it comes from the payload."""
+
+from __future__ import annotations
+
+import functools
+
+import pyarrow as pa
+
+from jetspark.columns import HEARTBEAT, LATE, TIMESTAMP_TYPE, WATERMARK, WATERMARK_DDL, WATERMARK_FIELDS
+from jetspark.datasources.kafka.native import HEADERS_TYPE
+
+TS_TYPE = TIMESTAMP_TYPE
+_BASE_FIELDS = [
+    ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
+    ("offset", pa.int64()), ("timestamp", TS_TYPE), ("timestampType", pa.int32()),
+]
+
+
+@functools.cache
+def arrow_schema(include_headers: bool, event_time: bool = False) -> pa.Schema:
+    fields = list(_BASE_FIELDS)
+    if include_headers:
+        fields.append(("headers", HEADERS_TYPE))
+    return pa.schema(fields + list(WATERMARK_FIELDS) + ([("eventTime", TS_TYPE)] if event_time else []))
+
+
+def spark_schema(include_headers: bool, event_time: bool = False) -> str:
+    """The DDL of the source's rows: Spark's Kafka columns, then watermark, heartbeat, late
+    (and ``eventTime`` when it comes from the payload, ``eventTime.field``)."""
+    cols = ["key binary", "value binary", "topic string", "partition int", "offset bigint",
+            "timestamp timestamp", "timestampType int"]
+    if include_headers:
+        cols.append("headers array<struct<key:string,value:binary>>")
+    extra = ["eventTime timestamp"] if event_time else []
+    return ", ".join([*cols, WATERMARK_DDL, *extra])
+
+
+def heartbeat_batch(include_headers: bool, watermark: int | None, event_time: bool = False) -> pa.RecordBatch:
+    """One row without payload: ``heartbeat`` true, carrying W so Spark sees it advance."""
+    schema = arrow_schema(include_headers, event_time)
+    arrays = [pa.nulls(1, f.type) for f in schema]
+    arrays[schema.get_field_index(WATERMARK)] = pa.array([to_us(watermark)], TS_TYPE)
+    arrays[schema.get_field_index(HEARTBEAT)] = pa.array([True])
+    arrays[schema.get_field_index(LATE)] = pa.array([False])
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def to_us(ms: int | None) -> int | None:
+    """Epoch ms → epoch µs (None stays None)."""
+    return None if ms is None else ms * 1000

@@ -2,7 +2,14 @@
 
 ``window_aggregate(df, key=…, time=…, window=sliding(…) | tumbling(…) | session(…),
 aggs={"n": ops.count(), …})``; operations in :mod:`.ops`, user-defined ones by
-subclassing :class:`AggregateOperation` (see :mod:`.aggregate`).
+subclassing :class:`AggregateOperation` (see :mod:`.aggregate_operation`).
+
+In Jet's words: :mod:`.definitions` are the user's windows; :mod:`.policy` is the sliding
+window policy (frame arithmetic only); :mod:`.accumulate_by_frame` is stage 1 (events →
+per-(key, frame) partials), :mod:`.combine_to_window` stage 2 (frames → windows, by
+combine and deduct: :mod:`.sliding_scan`; sessions: :mod:`.sessions`); :mod:`.partials`
+holds the partial tables exchanged between them and kept in state (:mod:`.stateful`);
+:mod:`.kernels` the vectorized accumulator kernels; :mod:`.plan` the compiled query.
 """
 
 from jetspark.windowing import ops

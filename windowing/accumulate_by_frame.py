@@ -16,24 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jetspark.windowing.aggregate_operation import accumulate_rows
 from jetspark.windowing.combine_to_window import merge
+from jetspark.windowing.kernels import accumulate_rows
 from jetspark.windowing.keys import key_codes, pair_groups
+from jetspark.windowing.partials import dump_table, partial_table
 from jetspark.windowing.plan import BUCKET, END, FRAME, START, TS_TYPE, Plan, time_to_us
 from jetspark.windowing.policy import SlidingWindowPolicy
 from jetspark.windowing.sessions import event_sessions
-from jetspark.windowing.stateful import dump_table
-
-
-def _partial_table(plan: Plan, keys: pa.Table, positions: dict[str, np.ndarray], accs) -> pa.Table:
-    cols = {name: keys.column(name) for name in plan.keys}
-    cols.update({name: pa.array(v, pa.int64()) for name, v in positions.items()})
-    cols.update(plan.accs_to_columns(accs))
-    return pa.table(cols)
 
 
 def accumulate_events(plan: Plan, table: pa.Table) -> pa.Table:
@@ -52,17 +44,17 @@ def accumulate_events(plan: Plan, table: pa.Table) -> pa.Table:
             accumulate_rows(op, gid, len(heads), [c[order] for c in plan.input_arrays(table, t, op)])
             for op in plan.ops
         ]
-        return _partial_table(plan, key_table.take(order[heads]), {START: start, END: end}, accs)
+        return partial_table(plan, key_table.take(order[heads]), {START: start, END: end}, accs)
     frame = SlidingWindowPolicy.of(plan.window).frame_of(t)
     gid, ng, first = pair_groups(kc, frame)
     accs = [accumulate_rows(op, gid, ng, plan.input_arrays(table, t, op)) for op in plan.ops]
-    return _partial_table(plan, key_table.take(first), {FRAME: frame[first]}, accs)
+    return partial_table(plan, key_table.take(first), {FRAME: frame[first]}, accs)
 
 
 def merge_partials(plan: Plan, table: pa.Table) -> pa.Table:
     """Combine partial rows of the same (key, frame) / overlapping sessions."""
     cells = merge(plan, table)
-    return _partial_table(plan, cells.keys, cells.pos, cells.accs)
+    return partial_table(plan, cells.keys, cells.pos, cells.accs)
 
 
 WATERMARK = "__wm"

@@ -74,7 +74,7 @@ def window_aggregate(
     ``deduct``: slide windows with the operations' ``deduct`` when they have one
     (False: always combine frames). ``buckets``: number of state groups of a streaming
     query — fixed for the life of its checkpoint. ``state_api``: one of ``STATE_APIS``
-    (``transformWithStateInPandas`` by default, see :mod:`.state` for why).
+    (``transformWithStateInPandas`` by default, see :mod:`.stateful` for why).
     ``engine``: ``"auto"`` lets static tumbling windows of built-in operations run as
     Spark's native two-phase aggregation (see :mod:`.native`), and static sliding windows
     of operations Spark can accumulate (count, sum, mean, min, max, variance, stddev) take

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from jetspark.windowing.aggregate_operation import reduce_groups, take
+from jetspark.windowing.kernels import reduce_groups, take
 from jetspark.windowing.keys import key_codes, pair_groups
 from jetspark.windowing.plan import END, FRAME, START, Plan, us_to_ts
 from jetspark.windowing.policy import SlidingWindowPolicy

@@ -1,4 +1,4 @@
-"""Built-in aggregate operations (all vectorized; see :mod:`.aggregate` for the laws).
+"""Built-in aggregate operations (all vectorized; see :mod:`.aggregate_operation` for the laws).
 
 ``count()``, ``sum_(c)``, ``mean(c)``, ``min_(c)``, ``max_(c)``, ``variance(c)``,
 ``stddev(c)``, ``linear_slope(x, y)``, ``linear_intercept(x, y)`` and the
@@ -291,7 +291,7 @@ class CollectSorted(AggregateOperation):
         return self._build(np.concatenate([ga, gb]), np.concatenate([ta, tb]), np.concatenate([va, vb]), n)
 
     def finish(self, acc: Acc) -> pa.Array:
-        from jetspark.windowing.aggregate_operation import to_arrow
+        from jetspark.windowing.partials import to_arrow
 
         return to_arrow(self.fields[1], acc[1])
 

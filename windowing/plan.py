@@ -16,15 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jetspark.windowing.aggregate_operation import (
-    EVENT_TIME,
-    Acc,
-    AggregateError,
-    AggregateOperation,
-    from_arrow,
-    to_arrow,
-)
+from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateError, AggregateOperation
 from jetspark.windowing.definitions import SessionWindow, SlidingWindow, WindowDefinition
+from jetspark.windowing.partials import from_arrow, to_arrow
 
 FRAME = "__frame"
 START = "__start"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jetspark.windowing.aggregate_operation import Acc, AggregateOperation, reduce_groups, take
+from jetspark.windowing.aggregate_operation import Acc, AggregateOperation
+from jetspark.windowing.kernels import reduce_groups, take
 
 
 def merge_sessions(

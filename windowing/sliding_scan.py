@@ -19,14 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from jetspark.windowing.aggregate_operation import (
-    Acc,
-    AggregateOperation,
-    block_scans,
-    segmented_prefix,
-    select,
-    take,
-)
+from jetspark.windowing.aggregate_operation import Acc, AggregateOperation
+from jetspark.windowing.kernels import block_scans, segmented_prefix, select, take
 
 
 @dataclass

@@ -32,41 +32,10 @@ import pandas as pd
 import pyarrow as pa
 
 from jetspark.windowing.combine_to_window import StepResult, empty_output, step
+from jetspark.windowing.partials import dump_table, load_table, unpack_partials
 from jetspark.windowing.plan import Plan
 
 STATE_DDL = "blob binary, emitted bigint"
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
-
-
-def dump_table(table: pa.Table, *, compress: bool = True) -> bytes:
-    """Arrow IPC stream bytes (LZ4 unless ``compress`` is false, e.g. for data Spark's
-    shuffle compresses anyway)."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS if compress else None) as w:
-        w.write_table(table)
-    return sink.getvalue().to_pybytes()
-
-
-def load_table(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
-
-
-def _partials(frames: Iterator[pd.DataFrame], schema: pa.Schema) -> pa.Table | None:
-    """New partial rows as one Arrow table, unpacked from stage 1's per-bucket blobs
-    (first column, by position: transformWithStateInPandas does not keep the names);
-    watermark carrier rows (null blob) dropped."""
-    tables = [
-        load_table(blob).cast(schema)
-        for pdf in frames
-        for blob in pdf.iloc[:, 0]
-        if isinstance(blob, bytes | bytearray | memoryview)
-    ]
-    tables = [t for t in tables if t.num_rows]
-    if not tables:
-        return None
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
-
-
 def _timer_ms(next_close_us: int | None, watermark_ms: int) -> int | None:
     """The watermark in ms at which the bucket must wake up (ceil, in the future)."""
     if next_close_us is None:
@@ -109,7 +78,7 @@ def pandas_with_state_function(plan: Plan, partial_schema: pa.Schema, key_types:
     core = _Core(plan, partial_schema, key_types)
 
     def fn(key, frames, state) -> Iterator[pd.DataFrame]:
-        partials = None if state.hasTimedOut else _partials(frames, core.partial_schema)
+        partials = None if state.hasTimedOut else unpack_partials(frames, core.partial_schema)
         blob, emitted = (state.get[0], state.get[1]) if state.exists else (None, None)
         wm = state.getCurrentWatermarkMs()
         res, new_blob = core.run(blob, emitted, partials, wm)
@@ -154,7 +123,7 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
 
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)
-            yield from self._run(_partials(rows, core.partial_schema), wm)
+            yield from self._run(unpack_partials(rows, core.partial_schema), wm)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)

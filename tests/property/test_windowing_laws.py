@@ -13,7 +13,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from jetspark.windowing import ops
-from jetspark.windowing.aggregate_operation import AggregateOperation, accumulate_rows, reduce_groups
+from jetspark.windowing.aggregate_operation import AggregateOperation
+from jetspark.windowing.kernels import accumulate_rows, reduce_groups
 
 OPS = {
     "count": lambda: ops.count(),

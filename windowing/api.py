@@ -34,7 +34,15 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import BinaryType, DataType, LongType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    BinaryType,
+    DataType,
+    LongType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from jetspark.windowing.accumulate_by_frame import BLOB, WATERMARK, stage1_function
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
@@ -174,6 +182,12 @@ def _prepare(
         raise AggregateError(f"columns not found: {missing}; the DataFrame has {df.columns}")
     if engine not in ("auto", "python"):
         raise AggregateError(f"engine must be 'auto' or 'python', got {engine!r}")
+    time_type = df.schema[plan.time].dataType
+    if not isinstance(time_type, TimestampType | TimestampNTZType):
+        raise AggregateError(
+            f"the event-time column {plan.time!r} is {time_type.simpleString()}; windows need a timestamp "
+            f"(timestamp or timestamp_ntz), as Spark's window() does: convert it first, e.g. "
+            f"F.timestamp_millis({plan.time!r}) for epoch milliseconds (timestamp_seconds, timestamp_micros)")
     heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
     key_fields = [df.schema[k] for k in plan.keys]
     partial_fields = [*key_fields, *(_ddl(n, t) for n, t in plan.partial_spark_fields())]

@@ -528,3 +528,26 @@ def test_streaming_null_time_metric_takes_the_name_given(spark, tmp_path):
     assert "CollectMetrics null_times_a" in plan and "jetspark_null_event_time" not in plan
     with pytest.raises(AggregateError, match="name \\(a string\\) of the observed metric"):
         window_aggregate(stream, key="k", time="ts", window=window, aggs=AGGS, observation=Observation("o"))
+
+
+def test_event_time_must_be_a_timestamp_and_timestamp_ntz_agrees_with_spark(spark):
+    """A bigint event time fails with the column, its type and the conversion to use (it used
+    to be read as microseconds by one engine and fail inside Spark in the other); timestamp_ntz
+    windows equal Spark's window() on the same column, in both engines."""
+    from jetspark.windowing.aggregate_operation import AggregateError
+
+    df = spark.createDataFrame([("a", "2026-01-01 00:00:05", 1.0), ("a", "2026-01-01 00:00:15", 2.0),
+                                ("b", "2026-01-01 00:00:09", 3.0)], "k string, t string, v double")
+    as_long = df.withColumn("ts", F.unix_millis(F.col("t").cast("timestamp")))
+    for engine in ("auto", "python"):
+        with pytest.raises(AggregateError, match=r"'ts' is bigint.*F\.timestamp_millis\('ts'\)"):
+            window_aggregate(as_long, key="k", time="ts", window=tumbling("10 seconds"),
+                             aggs={"n": ops.count()}, engine=engine)
+    ntz = df.withColumn("ts", F.col("t").cast("timestamp_ntz"))
+    spark_rows = ntz.groupBy("k", F.window("ts", "10 seconds")).agg(F.count("*").alias("n")).collect()
+    theirs = sorted((r.k, r.window.start, r.window.end, r.n) for r in spark_rows)
+    assert len(theirs) == 3
+    for engine in ("auto", "python"):
+        ours = window_aggregate(ntz, key="k", time="ts", window=tumbling("10 seconds"),
+                                aggs={"n": ops.count()}, engine=engine)
+        assert sorted((r.k, r.window_start, r.window_end, r.n) for r in ours.collect()) == theirs

@@ -7,6 +7,7 @@ Durations are ``datetime.timedelta``, a number of milliseconds, or a string such
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 
 from jetspark.errors import JetsparkError
@@ -51,8 +52,13 @@ class SlidingWindow:
         if self.size_us <= 0 or self.slide_us <= 0:
             raise WindowDefinitionError("window size and slide must be positive")
         if self.size_us % self.slide_us:
+            lower = self.size_us // self.slide_us * self.slide_us
+            sizes = [_human(n) for n in (lower, lower + self.slide_us) if n > 0]
             raise WindowDefinitionError(
-                f"window size ({self.size_us} µs) must be a whole multiple of the slide ({self.slide_us} µs)"
+                f"window size {_human(self.size_us)} must be a whole multiple of the slide "
+                f"{_human(self.slide_us)}: frames are one slide long (Jet's sliding window policy). "
+                f"Use a size of {' or '.join(sizes)}, or a slide of "
+                f"{_human(math.gcd(self.size_us, self.slide_us))}"
             )
 
     @property
@@ -72,6 +78,16 @@ class SessionWindow:
 
 
 WindowDefinition = SlidingWindow | SessionWindow
+
+_UNITS = ((86_400_000_000, "day"), (3_600_000_000, "hour"), (60_000_000, "minute"), (1_000_000, "second"),
+          (1_000, "millisecond"), (1, "microsecond"))
+
+
+def _human(us: int) -> str:
+    """A duration in the largest unit that divides it: ``25 seconds``, ``90 minutes``."""
+    size, unit = next((size, unit) for size, unit in _UNITS if us % size == 0)
+    n = us // size
+    return f"{n} {unit}{'s' if n != 1 else ''}"
 
 
 def sliding(size: Duration, slide: Duration) -> SlidingWindow:

@@ -53,9 +53,9 @@ def test_bad_window_definitions_raise(make) -> None:
 def test_a_size_that_is_no_multiple_of_the_slide_is_refused_in_the_users_units() -> None:
     with pytest.raises(WindowDefinitionError) as e:
         sliding("25 seconds", "10 seconds")
-    assert str(e.value) == ("window size 25 seconds must be a whole multiple of the slide 10 seconds: frames are "
-                            "one slide long (Jet's sliding window policy). Use a size of 20 seconds or 30 seconds, "
-                            "or a slide of 5 seconds")
+    assert str(e.value) == (
+        "window size 25 seconds must be a whole multiple of the slide 10 seconds: frames are one slide "
+        "long (Jet's sliding window policy). Use a size of 20 seconds or 30 seconds, or a slide of 5 seconds")
     with pytest.raises(WindowDefinitionError, match="size of 1 hour or 2 hours, or a slide of 30 minutes"):
         sliding("90 minutes", "1 hour")
 

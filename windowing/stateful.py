@@ -106,19 +106,28 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
             self.handle = handle
             self.value = handle.getValueState("bucket", STATE_DDL)
 
-        def _run(self, partials: pa.Table | None, wm: int) -> Iterator[pd.DataFrame]:
+        def _run(
+            self, partials: pa.Table | None, wm: int, firing: int | None = None
+        ) -> Iterator[pd.DataFrame]:
+            """One step; afterwards the bucket has exactly one timer (its next close) or none.
+
+            ``firing``: the timer being handled. PySpark deletes it itself once
+            ``handleExpiredTimer`` returns, so deleting it here too makes Spark warn that
+            the timer does not exist; a timer that is already the next close stays as is.
+            """
             got = self.value.get() if self.value.exists() else None
             blob, emitted = (got[0], got[1]) if got else (None, None)
             res, new_blob = core.run(blob, emitted, partials, wm)
-            for t in list(self.handle.listTimers()):
+            timer = None if new_blob is None else _timer_ms(res.next_close_us, wm)
+            registered = set(self.handle.listTimers())
+            for t in registered - {timer, firing}:
                 self.handle.deleteTimer(t)
             if new_blob is None:
                 self.value.clear()
             else:
                 self.value.update((new_blob, wm))
-                timer = _timer_ms(res.next_close_us, wm)
-                if timer is not None:
-                    self.handle.registerTimer(timer)
+            if timer is not None and timer not in registered:
+                self.handle.registerTimer(timer)
             yield from core.output(res)
 
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
@@ -127,7 +136,7 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)
-            yield from self._run(None, wm)
+            yield from self._run(None, wm, expiredTimerInfo.getExpiryTimeInMs())
 
         def close(self) -> None:
             pass

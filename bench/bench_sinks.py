@@ -6,9 +6,9 @@ The same cached DataFrame (``--rows`` rows of id bigint, name string, amount dou
 * PostgreSQL: Spark's JDBC writer (``org.postgresql:postgresql`` from Maven Central via
   ``jetspark.devtools.maven``, batched
   INSERTs; once with defaults and once with ``reWriteBatchedInserts=true``), and
-  ``format("jetjdbc")`` in modes exactly-once, idempotent and at-least-once (COPY);
+  ``format("jetjdbc")`` with commit two-phase, upsert and none (at-least-once, COPY);
 * Kafka (key = id, value = name): Spark's Kafka sink (``spark-sql-kafka-0-10``,
-  at-least-once) and our Kafka sink in modes exactly-once and at-least-once.
+  at-least-once) and our Kafka sink with guarantee exactly-once (commit task) and at-least-once.
 
 After a warm-up write of 1,000 rows by every writer, each runs ``--repeat`` times into a
 fresh table / topic; the best run counts. The
@@ -63,12 +63,13 @@ SMALL_ROWS = 1_000
 
 
 def per_task_overhead(dsn: str, schema: str, tasks: int) -> dict[str, float]:
-    """Milliseconds per small task (one micro-batch partition) for each jetjdbc mode, measured
-    on the sink alone: the task's write plus, for exactly-once, the driver's COMMIT PREPARED."""
+    """Milliseconds per small task (one micro-batch partition) for each jetjdbc commit, measured
+    on the sink alone: the task's write plus, for two-phase, the driver's COMMIT PREPARED."""
     import psycopg
     import pyarrow as pa
     from pyspark.sql import types as T
 
+    from jetspark.sinks.guarantees import COMMITS, GIVES
     from jetspark.sinks.jdbc.options import JdbcSinkOptions
     from jetspark.sinks.jdbc.plain import copy_append, copy_upsert
     from jetspark.sinks.jdbc.resource import PostgresResource
@@ -82,24 +83,25 @@ def per_task_overhead(dsn: str, schema: str, tasks: int) -> dict[str, float]:
         [ids, pa.array([f"name-{i}" for i in range(SMALL_ROWS)]), pa.compute.multiply(ids, 0.25)],
         ["id", "name", "amount"])
     result = {}
-    for mode in ("exactly-once", "transactional", "idempotent", "at-least-once"):
+    for mode in COMMITS:
         table = f"small_{mode.replace('-', '_')}"
         with psycopg.connect(dsn, autocommit=True) as conn:
-            key = "PRIMARY KEY" if mode == "idempotent" else ""
+            key = "PRIMARY KEY" if mode == "upsert" else ""
             conn.execute(f'CREATE TABLE "{schema}"."{table}" (id bigint {key}, name text, '
                          f'amount double precision)')
-        options = JdbcSinkOptions.parse({"url": dsn, "table": f"{schema}.{table}", "mode": mode, "keys": "id",
+        options = JdbcSinkOptions.parse({"url": dsn, "table": f"{schema}.{table}", "guarantee": GIVES[mode],
+                                         "commit": mode, "keys": "id",
                                          "sinkId": "bench"})
         target = prepare_target(options, spark_schema, False)
         t0 = time.perf_counter()
         for task in range(tasks):
             key = PartitionKey("bench", task, 0, 0)
-            if mode == "at-least-once":
+            if mode == "none":
                 copy_append(target, iter([batch]))
-            elif mode == "idempotent":
+            elif mode == "upsert":
                 copy_upsert(target, iter([batch]))
             else:
-                with PostgresResource(target, two_phase=mode == "exactly-once") as resource:
+                with PostgresResource(target, two_phase=mode == "two-phase") as resource:
                     message = write_partition(resource, key, iter([batch]))
                     commit_batch(resource, [message], task)
         result[mode] = (time.perf_counter() - t0) * 1000 / tasks
@@ -122,6 +124,7 @@ def main() -> None:
 
     from jetspark.devtools.maven import POSTGRES_JDBC, SPARK_KAFKA, spark_jars_conf
     from jetspark.devtools.spark import local_session
+    from jetspark.sinks.guarantees import GIVES
     from jetspark.sinks.jdbc.writer import JdbcDataSource
     from jetspark.sinks.kafka.writer import make_kafka_writer
 
@@ -173,9 +176,10 @@ def main() -> None:
 
     def jetjdbc(mode: str) -> Callable[[], str]:
         def run() -> str:
-            table = fresh_table(mode == "idempotent")
-            w = df.write.format("jetjdbc").option("url", dsn).option("table", table).option("mode", mode)
-            if mode == "idempotent":
+            table = fresh_table(mode == "upsert")
+            w = (df.write.format("jetjdbc").option("url", dsn).option("table", table)
+                 .option("guarantee", GIVES[mode]).option("commit", mode))
+            if mode == "upsert":
                 w = w.option("keys", "id")
             w.mode("append").save()
             return table
@@ -206,16 +210,16 @@ def main() -> None:
         def run() -> str:
             topic = fresh_topic()
             (kv.write.format("jetkafka_sink_bench").option("kafka.bootstrap.servers", bootstrap)
-             .option("topic", topic).option("mode", mode).mode("append").save())
+             .option("topic", topic).option("guarantee", mode).mode("append").save())
             return topic
         return run
 
     pg_writers: dict[str, Callable[[], str]] = {
         "spark jdbc (defaults)": spark_jdbc({}),
         "spark jdbc (reWriteBatchedInserts)": spark_jdbc({"rewrite": "true"}),
-        "jetjdbc exactly-once": jetjdbc("exactly-once"),
-        "jetjdbc idempotent": jetjdbc("idempotent"),
-        "jetjdbc at-least-once": jetjdbc("at-least-once"),
+        "jetjdbc two-phase": jetjdbc("two-phase"),
+        "jetjdbc upsert": jetjdbc("upsert"),
+        "jetjdbc none (at-least-once)": jetjdbc("none"),
     }
     kafka_writers: dict[str, Callable[[], str]] = {
         "spark kafka (at-least-once)": spark_kafka,
@@ -255,7 +259,7 @@ def main() -> None:
         base = jdbc_base if name in pg_writers else kafka_base
         lines.append(f"| {name} | {rate:,.0f} | {rate / base:.2f}x |")
     lines += ["", f"Per task (micro-batch partition) of {SMALL_ROWS} rows, sink alone (no Spark), "
-              f"mean of {args.small_tasks}:", "", "| mode | ms per task | rows/s |", "|---|---:|---:|"]
+              f"mean of {args.small_tasks}:", "", "| commit | ms per task | rows/s |", "|---|---:|---:|"]
     for mode, ms in per_task.items():
         lines.append(f"| {mode} | {ms:.2f} | {SMALL_ROWS / ms * 1000:,.0f} |")
     report = "\n".join(lines)

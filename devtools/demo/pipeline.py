@@ -5,7 +5,7 @@ the last partition goes idle half-way, a few records are late and a few are not 
 ``jetkafka`` (per-partition watermarks, lag 5 s, idle timeout 2 s) → JSON parsing (malformed
 records go to a dead-letter table) → ``window_aggregate``: 30-second windows sliding by 10
 seconds per vehicle (count, mean speed, slope of speed over time) → ``jetjdbc`` in
-``exactly-once`` mode into PostgreSQL. Trigger.AvailableNow drives it: the first half of the
+``guarantee=exactly-once`` into PostgreSQL. Trigger.AvailableNow drives it: the first half of the
 stream, then the second half (without the idle partition) on the same checkpoint.
 
 At the end it compares the table (windows closed by the final watermark) with a naive
@@ -129,7 +129,7 @@ def run_demo(args: argparse.Namespace) -> int:
                                    aggs={"n": ops.count(), "mean_speed": ops.mean("speed"),
                                          "slope": ops.linear_slope("t", "speed")})
         writer = (windows.writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", table)
-                  .option("mode", "exactly-once").option("createTable", "true")
+                  .option("guarantee", "exactly-once").option("createTable", "true")
                   .option("checkpointLocation", str(work / "windows")))
         batches: list[Batch] = []
 
@@ -152,7 +152,7 @@ def run_demo(args: argparse.Namespace) -> int:
         _run(raw.where("NOT valid").select("partition", "offset", "timestamp",
                                            F.col("value").cast("string").alias("raw_value"))
              .writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", dead_table)
-             .option("mode", "exactly-once").option("createTable", "true")
+             .option("guarantee", "exactly-once").option("createTable", "true")
              .option("checkpointLocation", str(work / "dead")), "jetspark-demo-dead-letters")
 
         # Spark's built-in watermark on the same rows: the global max event time minus the same

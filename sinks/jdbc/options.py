@@ -13,17 +13,28 @@ from dataclasses import dataclass, field
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
 from jetspark.redaction import redact_dsn, scrub
+from jetspark.sinks.guarantees import (
+    NONE,
+    TASK,
+    TWO_PHASE,
+    UPSERT,
+    Commit,
+    Guarantee,
+    SinkCommits,
+    parse_guarantee,
+)
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
-EXACTLY_ONCE = "exactly-once"
-TRANSACTIONAL = "transactional"
-IDEMPOTENT = "idempotent"
-AT_LEAST_ONCE = "at-least-once"
-MODES = (EXACTLY_ONCE, TRANSACTIONAL, IDEMPOTENT, AT_LEAST_ONCE)
+#: ``two-phase`` and ``task``: PostgresResource (resource.py) with or without PREPARE TRANSACTION;
+#: ``upsert`` and ``none``: COPY-staged INSERT … ON CONFLICT and plain COPY (plain.py).
+COMMITS = SinkCommits(
+    "jetjdbc", (TWO_PHASE, TASK, UPSERT, NONE),
+    old_modes={"exactly-once": TWO_PHASE, "transactional": TASK, "idempotent": UPSERT, "at-least-once": NONE},
+    needs={UPSERT: "and option 'keys'"})
 
 DEFAULT_MARKER_TABLE = "jetspark_sink_markers"
-KNOWN = ("url", "table", "dbtable", "user", "password", "mode", "keys", "sinkId", "createTable",
-         "markerTable", *SPARK_WRITER_OPTIONS)
+KNOWN = ("url", "table", "dbtable", "user", "password", "guarantee", "commit", "keys", "sinkId",
+         "createTable", "markerTable", *SPARK_WRITER_OPTIONS)
 
 _IDENT = r'(?:"(?:[^"]|"")+"|[^".\s]+)'
 _QUALIFIED_RE = re.compile(rf"^\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*$")
@@ -68,7 +79,8 @@ class JdbcSinkOptions:
     user: str | None
     password: str | None = field(repr=False)
     table: TableName
-    mode: str
+    guarantee: Guarantee
+    commit: Commit
     keys: tuple[str, ...]
     sink_id: str | None
     create_table: bool
@@ -103,6 +115,7 @@ class JdbcSinkOptions:
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> JdbcSinkOptions:
         opts = Options(raw)
+        guarantee, commit = parse_guarantee(opts, COMMITS)  # first: it names the old option 'mode'
         opts.reject_unknown(KNOWN)
         url = opts.string("url", required=True)
         assert url is not None
@@ -115,14 +128,13 @@ class JdbcSinkOptions:
         if table_text is None:
             raise OptionError("table", None, TABLE_ACCEPTED + " (option 'table' or 'dbtable')")
         table = TableName.parse(table_text, "table")
-        mode = opts.choice("mode", EXACTLY_ONCE, MODES)
         keys_text = opts.string("keys")
         keys = tuple(k.strip() for k in keys_text.split(",")) if keys_text else ()
         if any(not k for k in keys):
             raise OptionError("keys", keys_text, "comma-separated column names")
-        if mode == IDEMPOTENT and not keys:
+        if commit == UPSERT and not keys:
             raise OptionError("keys", keys_text,
-                              "the key columns of the upsert (required with mode=idempotent)")
+                              "the key columns of the upsert (required with commit=upsert)")
         sink_id = opts.string("sinkId")
         if sink_id is not None and not SINK_ID_RE.match(sink_id):
             raise OptionError("sinkId", sink_id, SINK_ID_ACCEPTED)
@@ -134,7 +146,8 @@ class JdbcSinkOptions:
             user=opts.string("user"),
             password=opts.string("password"),
             table=table,
-            mode=mode,
+            guarantee=guarantee,
+            commit=commit,
             keys=keys,
             sink_id=sink_id,
             create_table=opts.boolean("createTable", False),

@@ -16,7 +16,7 @@ STAGING = "jetspark_staging"
 
 
 def copy_append(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> int:
-    """``at-least-once``: COPY every batch into the table in one transaction per task."""
+    """``commit=none`` (at-least-once): COPY every batch into the table in one transaction per task."""
     rows = 0
     with connect(target.options, autocommit=False) as conn, conn.cursor() as cur:
         for batch in batches:
@@ -30,7 +30,7 @@ def copy_append(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> in
 
 
 def copy_upsert(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> int:
-    """``idempotent``: COPY into a temporary staging table, then one INSERT … ON CONFLICT.
+    """``commit=upsert``: COPY into a temporary staging table, then one INSERT … ON CONFLICT.
 
     Within one task, the last row of a key wins (rows keep their order in the staging
     table). Replays write the same rows again and converge to the same table.

@@ -5,8 +5,8 @@ The marker's primary key (sink, batch, partition) means at most one transaction 
 partition can be prepared at a time, and at most one ever commits: a second attempt's
 marker insert waits for the first and then fails if the first committed.
 
-``two_phase=True`` (mode ``exactly-once``) leaves the transaction prepared for the driver's
-``COMMIT PREPARED``; ``two_phase=False`` (mode ``transactional``) commits it in the task.
+``two_phase=True`` (``commit=two-phase``) leaves the transaction prepared for the driver's
+``COMMIT PREPARED``; ``two_phase=False`` (``commit=task``) commits it in the task.
 """
 
 from __future__ import annotations

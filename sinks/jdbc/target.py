@@ -2,7 +2,7 @@
 
 ``prepare_target`` runs when Spark creates the writer (query start, and again for each
 driver commit): it fails with a clear message — before any row is written — when the
-server cannot do what the mode needs, or when the DataFrame does not fit the table.
+server cannot do what the commit needs, or when the DataFrame does not fit the table.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import psycopg
 from psycopg import errors, sql
 from pyspark.sql import types as T
 
-from jetspark.sinks.jdbc.options import EXACTLY_ONCE, IDEMPOTENT, TRANSACTIONAL, JdbcSinkOptions, TableName
+from jetspark.sinks.guarantees import TASK, TWO_PHASE, UPSERT
+from jetspark.sinks.jdbc.options import JdbcSinkOptions, TableName
 from jetspark.sinks.jdbc.schema import TableColumn, check_supported, create_table_sql, mismatches
 from jetspark.sinks.transactional import SinkError
 
@@ -53,11 +54,11 @@ def connect(options: JdbcSinkOptions, *, autocommit: bool = True) -> psycopg.Con
 def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bool) -> PostgresTarget:
     """Check server, table and DataFrame; create the table and marker table when needed."""
     check_supported(schema)
-    if overwrite and options.mode != IDEMPOTENT:
-        raise SinkError(f"jetjdbc cannot overwrite (complete output mode / SaveMode.Overwrite) in "
-                        f"mode={options.mode}; use mode=idempotent with keys (upserts)")
+    if overwrite and options.commit != UPSERT:
+        raise SinkError(f"jetjdbc cannot overwrite (complete output mode / SaveMode.Overwrite) with "
+                        f"commit={options.commit}; use commit=upsert with keys (upserts)")
     with connect(options) as conn:
-        if options.mode == EXACTLY_ONCE:
+        if options.commit == TWO_PHASE:
             check_prepared_transactions(conn, options)
         columns = table_columns(conn, options.table)
         if columns is None:
@@ -69,9 +70,9 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
         problems = mismatches(schema, columns, options.keys)
         if problems:
             raise SinkError(f"the DataFrame does not fit table {options.table}: " + "; ".join(problems))
-        if options.mode == IDEMPOTENT:
+        if options.commit == UPSERT:
             check_unique_keys(conn, options)
-        if options.mode in (EXACTLY_ONCE, TRANSACTIONAL):
+        if options.commit in (TWO_PHASE, TASK):
             ensure_marker_table(conn, options.marker_table)
     return PostgresTarget(options, tuple(schema.fieldNames()))
 
@@ -80,11 +81,11 @@ def check_prepared_transactions(conn: psycopg.Connection, options: JdbcSinkOptio
     value = int(conn.execute("SHOW max_prepared_transactions").fetchone()[0])
     if value <= 0:
         raise SinkError(
-            f"mode=exactly-once needs prepared transactions (two-phase commit), but the PostgreSQL "
+            f"commit=two-phase needs prepared transactions (PREPARE TRANSACTION), but the PostgreSQL "
             f"server at {options.where} has max_prepared_transactions = {value}. Set "
             f"max_prepared_transactions to at least the number of sink tasks writing at once (e.g. 64) "
-            f"in postgresql.conf and restart the server, or use mode=transactional (one transaction "
-            f"per task, committed by the task; replays are still skipped by marker)")
+            f"in postgresql.conf and restart the server, or use commit=task (still exactly-once: one "
+            f"transaction per task, committed by the task; replays are skipped by marker)")
 
 
 def table_columns(conn: psycopg.Connection, table: TableName) -> list[TableColumn] | None:
@@ -113,7 +114,7 @@ def check_unique_keys(conn: psycopg.Connection, options: JdbcSinkOptions) -> Non
            GROUP BY i.indexrelid""", (_regclass(conn, options.table),)).fetchall()
     if not any(set(cols) == set(options.keys) for (cols,) in rows):
         keys = ", ".join(options.keys)
-        raise SinkError(f"mode=idempotent upserts with INSERT … ON CONFLICT ({keys}), which needs a "
+        raise SinkError(f"commit=upsert upserts with INSERT … ON CONFLICT ({keys}), which needs a "
                         f"primary key or unique index on exactly ({keys}) of table {options.table}; "
                         f"none exists (e.g. ALTER TABLE … ADD PRIMARY KEY ({keys}))")
 

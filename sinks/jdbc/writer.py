@@ -3,14 +3,16 @@
     df.writeStream.format("jetjdbc")
       .option("url", "postgresql://user@host:5432/db")   # or jdbc:postgresql://…
       .option("table", "public.events")
-      .option("mode", "exactly-once")   # | transactional | idempotent (+ keys) | at-least-once
+      .option("guarantee", "exactly-once")   # | at-least-once
+      .option("commit", "two-phase")         # | task | upsert (+ keys); none with at-least-once
       .option("checkpointLocation", "…").start()
 
-Modes (docs/design.md, "Sink protocol"): ``exactly-once`` — each task COPYs its rows and a marker into a
-transaction it PREPAREs; the driver COMMITs PREPARED all of them once every task is done and
-rolls back every stray of the sink. ``transactional`` — the same marker, committed by the
-task. ``idempotent`` — COPY into a staging table, then INSERT … ON CONFLICT (keys) DO UPDATE.
-``at-least-once`` — plain COPY. Rows always go in with COPY (Arrow → CSV in C++).
+Commits (docs/design.md, "Sink protocol"; the words in :mod:`jetspark.sinks.guarantees`):
+``two-phase`` — each task COPYs its rows and a marker into a transaction it PREPAREs; the
+driver COMMITs PREPARED all of them once every task is done and rolls back every stray of the
+sink. ``task`` — the same marker, committed by the task. ``upsert`` — COPY into a staging
+table, then INSERT … ON CONFLICT (keys) DO UPDATE. ``none`` — plain COPY (at-least-once).
+Rows always go in with COPY (Arrow → CSV in C++).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from jetspark import faults
-from jetspark.sinks.jdbc.options import AT_LEAST_ONCE, EXACTLY_ONCE, IDEMPOTENT, JdbcSinkOptions
+from jetspark.sinks.guarantees import NONE, TWO_PHASE, UPSERT
+from jetspark.sinks.jdbc.options import JdbcSinkOptions
 from jetspark.sinks.jdbc.plain import copy_append, copy_upsert
 from jetspark.sinks.jdbc.resource import PostgresResource
 from jetspark.sinks.jdbc.target import PostgresTarget, prepare_target
@@ -55,29 +58,29 @@ class _JdbcWrite:
         return self.target.options
 
     def _write_task(self, key: PartitionKey, batches: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
-        mode = self.options.mode
-        if mode == AT_LEAST_ONCE:
+        commit = self.options.commit
+        if commit == NONE:
             rows = copy_append(self.target, batches)
-        elif mode == IDEMPOTENT:
+        elif commit == UPSERT:
             rows = copy_upsert(self.target, batches)
         else:
-            with PostgresResource(self.target, two_phase=mode == EXACTLY_ONCE) as resource:
+            with PostgresResource(self.target, two_phase=commit == TWO_PHASE) as resource:
                 return write_partition(resource, key, batches)
         return SinkCommitMessage(key.sink_id, key.batch_id, key.partition_id, key.attempt, rows)
 
     def _commit(self, messages: Sequence[SinkCommitMessage | None], batch_id: int,
                 keep_markers: int = MARKER_RETENTION_BATCHES) -> None:
-        mode = self.options.mode
-        if mode in (AT_LEAST_ONCE, IDEMPOTENT):
+        commit = self.options.commit
+        if commit in (NONE, UPSERT):
             faults.point(AFTER_COMMIT)
             return
-        with PostgresResource(self.target, two_phase=mode == EXACTLY_ONCE) as resource:
+        with PostgresResource(self.target, two_phase=commit == TWO_PHASE) as resource:
             commit_batch(resource, messages, batch_id)
             for sink_id in sorted({m.sink_id for m in messages if m is not None}):
                 resource.forget_markers(sink_id, batch_id + 1 - keep_markers)
 
     def _abort(self, messages: Sequence[SinkCommitMessage | None]) -> None:
-        if self.options.mode == EXACTLY_ONCE:
+        if self.options.commit == TWO_PHASE:
             with PostgresResource(self.target, two_phase=True) as resource:
                 abort_batch(resource, messages)
 
@@ -99,7 +102,7 @@ class JdbcStreamWriter(_JdbcWrite, DataSourceStreamArrowWriter):
 
 
 class JdbcBatchWriter(_JdbcWrite, DataSourceArrowWriter):
-    """Batch writer (``df.write``): in exactly-once mode the whole job commits together."""
+    """Batch writer (``df.write``): with commit=two-phase the whole job commits together."""
 
     def __init__(self, target: PostgresTarget) -> None:
         self.target = target

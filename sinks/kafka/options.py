@@ -13,16 +13,29 @@ from dataclasses import dataclass, field
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
 from jetspark.redaction import scrub
+from jetspark.sinks.guarantees import (
+    NONE,
+    TASK,
+    TWO_PHASE,
+    UPSERT,
+    Commit,
+    Guarantee,
+    SinkCommits,
+    parse_guarantee,
+)
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
-EXACTLY_ONCE = "exactly-once"
-TRANSACTIONAL = "transactional"
-IDEMPOTENT = "idempotent"
-AT_LEAST_ONCE = "at-least-once"
-MODES = (EXACTLY_ONCE, TRANSACTIONAL, IDEMPOTENT, AT_LEAST_ONCE)
-TRANSACTIONAL_MODES = (EXACTLY_ONCE, TRANSACTIONAL)
+#: ``task``: a transactional producer per sink partition commits records and marker
+#: (resource.py); ``none``: the idempotent producer, flushed (writer.py).
+COMMITS = SinkCommits(
+    "jetkafka", (TASK, NONE),
+    refused={TWO_PHASE: "Kafka cannot commit a transaction prepared by another process (KIP-939); "
+                        "commit=task gives exactly-once with a marker per task",
+             UPSERT: "a topic appends, it has no rows to update by key"},
+    old_modes={"exactly-once": TASK, "transactional": TASK, "idempotent": NONE, "at-least-once": NONE})
 
-KNOWN = ("topic", "mode", "sinkId", "transactionalIdPrefix", "markerTopic", *SPARK_WRITER_OPTIONS)
+KNOWN = ("topic", "guarantee", "commit", "sinkId", "transactionalIdPrefix", "markerTopic",
+         *SPARK_WRITER_OPTIONS)
 # Producer settings the sink owns (Spark's Kafka sink refuses its serializers the same way).
 MANAGED = ("transactional.id", "key.serializer", "value.serializer", "enable.idempotence")
 _SECRET_KEY = re.compile(r"password|secret|token|key\.password|sasl\.oauthbearer\.config", re.IGNORECASE)
@@ -35,14 +48,16 @@ class KafkaSinkOptions:
 
     producer: tuple[tuple[str, str], ...] = field(repr=False)
     topic: str | None
-    mode: str
+    guarantee: Guarantee
+    commit: Commit
     sink_id: str | None
     transactional_id_prefix: str
     marker_topic: str | None
 
     @property
     def transactional(self) -> bool:
-        return self.mode in TRANSACTIONAL_MODES
+        """``commit=task``: a transactional producer per sink partition, with the marker."""
+        return self.commit == TASK
 
     @property
     def bootstrap(self) -> str:
@@ -65,6 +80,7 @@ class KafkaSinkOptions:
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> KafkaSinkOptions:
         opts = Options(raw)
+        guarantee, commit = parse_guarantee(opts, COMMITS)  # first: it names the old option 'mode'
         opts.reject_unknown(KNOWN, prefixes=("kafka.",))
         producer = opts.with_prefix("kafka.")
         if not producer.get("bootstrap.servers"):
@@ -73,8 +89,7 @@ class KafkaSinkOptions:
         for key in MANAGED:
             if key in producer:
                 raise OptionError(f"kafka.{key}", "***" if _SECRET_KEY.search(key) else producer[key],
-                                  "not settable: the sink sets it from option 'mode' (and 'sinkId')")
-        mode = opts.choice("mode", EXACTLY_ONCE, MODES)
+                                  "not settable: the sink sets it from option 'commit' (and 'sinkId')")
         sink_id = opts.string("sinkId")
         if sink_id is not None and not SINK_ID_RE.match(sink_id):
             raise OptionError("sinkId", sink_id, SINK_ID_ACCEPTED)
@@ -84,14 +99,16 @@ class KafkaSinkOptions:
             raise OptionError("transactionalIdPrefix", prefix, "1 to 100 characters of A-Z a-z 0-9 _ . -")
         topic = opts.string("topic")
         marker_topic = opts.string("markerTopic") or topic
-        if mode in TRANSACTIONAL_MODES and marker_topic is None:
+        if commit == TASK and marker_topic is None:
             raise OptionError("markerTopic", None,
                               "an existing topic to keep the sink's commit markers on (offsets of a "
-                              "consumer group); required in mode=exactly-once when option 'topic' is not set")
+                              "consumer group); required with commit=task (guarantee=exactly-once) "
+                              "when option 'topic' is not set")
         return cls(
             producer=tuple(sorted(producer.items())),
             topic=topic,
-            mode=mode,
+            guarantee=guarantee,
+            commit=commit,
             sink_id=sink_id,
             transactional_id_prefix=prefix,
             marker_topic=marker_topic,

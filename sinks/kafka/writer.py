@@ -8,11 +8,12 @@ mixing in :class:`KafkaSinkMixin`::
 which delegates ``streamWriter``/``writer`` to :func:`make_kafka_stream_writer` /
 :func:`make_kafka_writer` with the DataSource's options.
 
-Modes: ``exactly-once`` (default; ``transactional`` is a synonym) — a transactional
-producer per sink partition whose commit carries the batch's marker, so a replayed batch
-is skipped (see :mod:`jetspark.sinks.kafka.resource` for what Kafka cannot do, KIP-939).
-Consumers must read with ``isolation.level=read_committed``. ``at-least-once`` (and
-``idempotent``, the same for Kafka) — the idempotent producer, flushed before the task ends.
+Commits (the words in :mod:`jetspark.sinks.guarantees`): ``task`` (default, with
+``guarantee=exactly-once``) — a transactional producer per sink partition whose commit
+carries the batch's marker, so a replayed batch is skipped (see
+:mod:`jetspark.sinks.kafka.resource` for what Kafka cannot do, KIP-939: no ``two-phase``).
+Consumers must read with ``isolation.level=read_committed``. ``none`` (with
+``guarantee=at-least-once``) — the idempotent producer, flushed before the task ends.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class KafkaStreamWriter(_KafkaWrite, DataSourceStreamArrowWriter):
 
 
 class KafkaBatchWriter(_KafkaWrite, DataSourceArrowWriter):
-    """Batch writer (``df.write``): each task's rows in one transaction (exactly-once mode)."""
+    """Batch writer (``df.write``): with commit=task, each task's rows in one transaction."""
 
     def __init__(self, options: KafkaSinkOptions, columns: KafkaColumns) -> None:
         self.options, self.columns = options, columns

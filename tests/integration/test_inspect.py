@@ -57,7 +57,7 @@ def start(spark, bootstrap: str, topic: str, pg_dsn: str, table: str, cp: Path, 
         "watermark.idleTimeout": "0"})  # never idle: no heartbeat batch moves W while we look
     return (stream.where("NOT heartbeat").selectExpr("partition", "offset", "CAST(value AS STRING) AS v")
             .writeStream.format("jetjdbc").option("url", pg_dsn).option("table", table)
-            .option("mode", "exactly-once").option("createTable", "true")
+            .option("guarantee", "exactly-once").option("createTable", "true")
             .option("checkpointLocation", str(cp)).trigger(**trigger).start())
 
 

@@ -15,6 +15,7 @@ import pytest
 from psycopg import sql
 
 from jetspark.devtools.services.registry import run_dir
+from jetspark.sinks.guarantees import GIVES
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
 from jetspark.sinks.jdbc.plain import copy_upsert
 from jetspark.sinks.jdbc.resource import PostgresResource, gid_of
@@ -58,10 +59,11 @@ def _create_events(dsn: str, schema: str, table: str = "events", key: bool = Fal
             sql.Identifier(schema, table), sql.SQL("PRIMARY KEY" if key else "")))
 
 
-def _stream(spark, tmp_path, dsn, table, mode, total=TOTAL, step=STEP, **options):
+def _stream(spark, tmp_path, dsn, table, commit, total=TOTAL, step=STEP, **options):
     stream = spark.readStream.format("jetspark_test_ids").option("total", total).option("step", step).load()
     writer = (stream.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
-              .option("mode", mode).option("checkpointLocation", str(tmp_path / f"ck-{uuid.uuid4().hex}")))
+              .option("guarantee", GIVES[commit]).option("commit", commit)
+              .option("checkpointLocation", str(tmp_path / f"ck-{uuid.uuid4().hex}")))
     for k, v in options.items():
         writer = writer.option(k, v)
     query = writer.start()
@@ -85,7 +87,7 @@ def test_format_module_exposes_default_source():
 
 def test_exactly_once_stream_commits_every_row_once(registered, pg_dsn, schema, tmp_path):
     _create_events(pg_dsn, schema)
-    query = _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "exactly-once")
+    query = _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "two-phase")
     assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
     with psycopg.connect(pg_dsn) as conn:
         row = conn.execute(sql.SQL("SELECT name, amount FROM {} WHERE id = 42").format(
@@ -98,18 +100,18 @@ def test_exactly_once_stream_commits_every_row_once(registered, pg_dsn, schema, 
     assert prepared_in_schema(pg_dsn, schema) == []
 
 
-@pytest.mark.parametrize("mode", ["transactional", "at-least-once"])
-def test_other_modes_write_every_row(registered, pg_dsn, schema, tmp_path, mode):
+@pytest.mark.parametrize("commit", ["task", "none"])
+def test_other_commits_write_every_row(registered, pg_dsn, schema, tmp_path, commit):
     _create_events(pg_dsn, schema)
-    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", mode, sinkId="my-sink")
+    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", commit, sinkId="my-sink")
     assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
-    if mode == "transactional":
+    if commit == "task":
         assert {m[0] for m in markers(pg_dsn, schema)} == {"my-sink"}
 
 
 def test_idempotent_converges_after_a_full_replay(registered, pg_dsn, schema, tmp_path):
-    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "idempotent", keys="id", createTable="true")
-    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "idempotent", keys="id")  # new checkpoint
+    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "upsert", keys="id", createTable="true")
+    _stream(registered, tmp_path, pg_dsn, f"{schema}.events", "upsert", keys="id")  # new checkpoint
     assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
     with psycopg.connect(pg_dsn) as conn:
         key = conn.execute("""SELECT a.attname FROM pg_index i JOIN pg_attribute a
@@ -121,7 +123,7 @@ def test_idempotent_converges_after_a_full_replay(registered, pg_dsn, schema, tm
 
 def test_idempotent_upsert_updates_and_last_row_of_a_key_wins(pg_dsn, schema):
     _create_events(pg_dsn, schema, key=True)
-    target = prepare_target(_options(pg_dsn, schema, mode="idempotent", keys="id"),
+    target = prepare_target(_options(pg_dsn, schema, commit="upsert", keys="id"),
                             ids_schema(), False)
     first = pa.RecordBatch.from_pydict({"id": [1, 2], "name": ["a", "b"], "amount": [1.0, 2.0]})
     again = pa.RecordBatch.from_pydict({"id": [2, 3, 2], "name": ["b1", "c", "b2"],
@@ -137,7 +139,7 @@ def test_idempotent_upsert_updates_and_last_row_of_a_key_wins(pg_dsn, schema):
 def test_idempotent_without_unique_index_is_refused(pg_dsn, schema):
     _create_events(pg_dsn, schema)
     with pytest.raises(SinkError, match=r"needs a primary key or unique index on exactly \(id\)"):
-        prepare_target(_options(pg_dsn, schema, mode="idempotent", keys="id"), ids_schema(),
+        prepare_target(_options(pg_dsn, schema, commit="upsert", keys="id"), ids_schema(),
                        False)
 
 
@@ -147,7 +149,7 @@ def test_schema_mismatch_fails_before_writing_and_hides_credentials(registered, 
             sql.Identifier(schema, "events")))
     secret_url = pg_dsn.replace("://jetspark@", "://jetspark:Sup3rSecret@")  # trust auth ignores it
     with pytest.raises(Exception) as e:
-        _stream(registered, tmp_path, secret_url, f"{schema}.events", "exactly-once", password="Hunter2x")
+        _stream(registered, tmp_path, secret_url, f"{schema}.events", "two-phase", password="Hunter2x")
     text = str(e.value)
     assert "the DataFrame does not fit table" in text
     assert "column 'id': DataFrame type bigint cannot be written into table type integer" in text
@@ -184,7 +186,7 @@ def test_batch_write_exactly_once_and_overwrite_needs_idempotent(registered, pg_
     df.write.format("jetjdbc").option("url", pg_dsn).option("table", f"{schema}.events").mode("append").save()
     assert id_counts(pg_dsn, schema, "events") == Counter(range(500))
     assert markers(pg_dsn, schema) == []  # a batch job's markers are dropped once it committed
-    with pytest.raises(Exception, match=r"cannot overwrite .* use mode=idempotent"):
+    with pytest.raises(Exception, match=r"cannot overwrite .* use commit=upsert"):
         df.write.format("jetjdbc").option("url", pg_dsn).option("table", f"{schema}.events") \
             .mode("overwrite").save()
 
@@ -261,11 +263,11 @@ def test_exactly_once_refuses_server_without_prepared_transactions(private_serve
     with pytest.raises(SinkError) as e:
         prepare_target(options, ids_schema(), False)
     message = str(e.value)
-    assert re.search(r"\bmax_prepared_transactions = 0\b", message) and "use mode=transactional" in message
+    assert re.search(r"\bmax_prepared_transactions = 0\b", message) and "use commit=task" in message
     with psycopg.connect(private_server.dsn) as conn:  # refused before creating anything
         assert conn.execute("SELECT to_regclass('events')").fetchone()[0] is None
     transactional = JdbcSinkOptions.parse({"url": private_server.dsn, "table": "events",
-                                           "createTable": "true", "mode": "transactional"})
+                                           "createTable": "true", "commit": "task"})
     prepare_target(transactional, ids_schema(), False)
 
 

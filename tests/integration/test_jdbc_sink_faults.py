@@ -42,10 +42,10 @@ def _table(dsn: str, schema: str, key: bool = False) -> str:
     return f"{schema}.events"
 
 
-def _run_chain(tmp_path, dsn, schema, mode, faults, *extra_args):
+def _run_chain(tmp_path, dsn, schema, commit, faults, *extra_args):
     """Kill the query at each fault in turn (same checkpoint), then let it complete."""
     checkpoint = tmp_path / "checkpoint"
-    args = [dsn, f"{schema}.events", str(checkpoint), mode, str(TOTAL), str(STEP), *extra_args]
+    args = [dsn, f"{schema}.events", str(checkpoint), commit, str(TOTAL), str(STEP), *extra_args]
     for fault in faults:
         run = run_script(SCRIPT, *args, fault=fault, state_dir=tmp_path)
         assert run.killed, f"{fault} was not reached (rc={run.returncode}):\n{run.output[-3000:]}"
@@ -56,7 +56,7 @@ def _run_chain(tmp_path, dsn, schema, mode, faults, *extra_args):
 
 def test_exactly_once_survives_driver_kills_at_every_point(pg_dsn, schema, tmp_path):
     _table(pg_dsn, schema)
-    _run_chain(tmp_path, pg_dsn, schema, "exactly-once", [
+    _run_chain(tmp_path, pg_dsn, schema, "two-phase", [
         "sink.during_write@1",      # a task is writing: nothing prepared yet
         "sink.after_prepare@2",     # both tasks prepared, the driver never commits
         "sink.during_recovery@1",   # the restarted tasks find those prepared transactions
@@ -72,13 +72,13 @@ def test_exactly_once_survives_driver_kills_at_every_point(pg_dsn, schema, tmp_p
 
 def test_transactional_survives_driver_kills(pg_dsn, schema, tmp_path):
     _table(pg_dsn, schema)
-    _run_chain(tmp_path, pg_dsn, schema, "transactional", ["sink.after_commit@1"])  # replay skipped by marker
+    _run_chain(tmp_path, pg_dsn, schema, "task", ["sink.after_commit@1"])  # replay skipped by marker
     assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
 
 
 def test_idempotent_converges_after_driver_kills(pg_dsn, schema, tmp_path):
     _table(pg_dsn, schema, key=True)
-    _run_chain(tmp_path, pg_dsn, schema, "idempotent", ["sink.during_write@2", "sink.after_commit@1"])
+    _run_chain(tmp_path, pg_dsn, schema, "upsert", ["sink.during_write@2", "sink.after_commit@1"])
     assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
 
 
@@ -86,7 +86,7 @@ def test_retried_task_attempt_does_not_duplicate(pg_dsn, schema, tmp_path):
     """The fault kills only the Python worker that prepared (``:worker``): the task attempt
     fails after PREPARE and Spark retries it (local[2,4])."""
     _table(pg_dsn, schema)
-    args = [pg_dsn, f"{schema}.events", str(tmp_path / "checkpoint"), "exactly-once", str(TOTAL), str(STEP),
+    args = [pg_dsn, f"{schema}.events", str(tmp_path / "checkpoint"), "two-phase", str(TOTAL), str(STEP),
             "local[2,4]"]
     run = run_script(SCRIPT, *args, fault="sink.after_prepare@1:worker", state_dir=tmp_path).check_ok()
     assert "DONE" in run.output
@@ -114,7 +114,7 @@ def test_postgres_restart_while_prepared_transactions_are_pending(private_server
         conn.execute("CREATE SCHEMA s")
     _table(dsn, "s")
     checkpoint = tmp_path / "checkpoint"
-    args = [dsn, "s.events", str(checkpoint), "exactly-once", str(TOTAL), str(STEP)]
+    args = [dsn, "s.events", str(checkpoint), "two-phase", str(TOTAL), str(STEP)]
     run = run_script(SCRIPT, *args, fault="sink.after_prepare@2", state_dir=tmp_path)
     assert run.killed, run.output[-3000:]
     pending = prepared_in_schema(dsn, "s")

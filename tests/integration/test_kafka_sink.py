@@ -29,11 +29,11 @@ def registered(spark):
     return spark
 
 
-def _stream(spark, tmp_path, bootstrap, topic, mode, **options):
+def _stream(spark, tmp_path, bootstrap, topic, guarantee, **options):
     stream = (spark.readStream.format("jetspark_test_ids").option("total", TOTAL).option("step", STEP).load()
               .selectExpr("CAST(id AS STRING) AS key", "name AS value"))
     writer = (stream.writeStream.format("jetkafka_sink_test").option("kafka.bootstrap.servers", bootstrap)
-              .option("topic", topic).option("mode", mode)
+              .option("topic", topic).option("guarantee", guarantee)
               .option("checkpointLocation", str(tmp_path / f"ck-{uuid.uuid4().hex}")))
     for k, v in options.items():
         writer = writer.option(k, v)
@@ -139,8 +139,11 @@ def test_bad_dataframe_and_options_fail_before_writing(registered, kafka_bootstr
         _options(kafka_bootstrap, topic, **{"kafka.transactional.id": "x"})
     with pytest.raises(OptionError, match="markerTopic"):
         KafkaSinkOptions.parse({"kafka.bootstrap.servers": kafka_bootstrap})
-    with pytest.raises(OptionError, match="mode"):
-        _options(kafka_bootstrap, topic, mode="exactly_once")
+    gone = "option 'mode' is gone: mode=transactional is now guarantee=exactly-once with commit=task"
+    with pytest.raises(OptionError, match=gone):
+        _options(kafka_bootstrap, topic, mode="transactional")
+    with pytest.raises(OptionError, match=r"jetkafka cannot do commit=two-phase.*KIP-939"):
+        _options(kafka_bootstrap, topic, commit="two-phase")
     secret = _options(kafka_bootstrap, topic, **{"kafka.sasl.password": "Hunter2x"})
     assert "Hunter2x" not in repr(secret) and secret.scrub("auth Hunter2x failed") == "auth *** failed"
 

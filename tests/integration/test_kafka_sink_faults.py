@@ -24,7 +24,7 @@ def _ids(records) -> Counter:
 
 def test_exactly_once_survives_driver_kills_at_every_point(kafka_bootstrap, kafka_topic, tmp_path):
     topic = kafka_topic(partitions=2)
-    args = [kafka_bootstrap, topic, str(tmp_path / "checkpoint"), "exactly-once", str(TOTAL), str(STEP)]
+    args = [kafka_bootstrap, topic, str(tmp_path / "checkpoint"), "task", str(TOTAL), str(STEP)]
     for fault in [
         "sink.during_write@1",     # a transaction is open with some records in the log
         "sink.after_prepare@2",    # records flushed and the marker sent, not committed

@@ -19,19 +19,21 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_HERE, os.environ.get("
 from sink_ids_source import IdsSource  # noqa: E402
 
 from jetspark.devtools.spark import local_session  # noqa: E402
+from jetspark.sinks.guarantees import GIVES  # noqa: E402
 from jetspark.sinks.jdbc.writer import JdbcDataSource  # noqa: E402
 
 
 def main() -> None:
-    dsn, table, checkpoint, mode, total, step = sys.argv[1:7]
+    dsn, table, checkpoint, commit, total, step = sys.argv[1:7]
     master = sys.argv[7] if len(sys.argv) > 7 else "local[2]"
     spark = local_session("sink-jdbc-kill", master=master)
     spark.dataSource.register(IdsSource)
     spark.dataSource.register(JdbcDataSource)
     stream = spark.readStream.format("jetspark_test_ids").option("total", total).option("step", step).load()
     writer = (stream.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
-              .option("mode", mode).option("checkpointLocation", checkpoint))
-    if mode == "idempotent":
+              .option("guarantee", GIVES[commit]).option("commit", commit)
+              .option("checkpointLocation", checkpoint))
+    if commit == "upsert":
         writer = writer.option("keys", "id")
     query = writer.start()
     try:

@@ -21,17 +21,19 @@ from sink_ids_source import IdsSource  # noqa: E402
 from sink_kafka_test_source import KafkaSinkTestSource  # noqa: E402
 
 from jetspark.devtools.spark import local_session  # noqa: E402
+from jetspark.sinks.guarantees import GIVES  # noqa: E402
 
 
 def main() -> None:
-    bootstrap, topic, checkpoint, mode, total, step = sys.argv[1:7]
+    bootstrap, topic, checkpoint, commit, total, step = sys.argv[1:7]
     spark = local_session("sink-kafka-kill")
     spark.dataSource.register(IdsSource)
     spark.dataSource.register(KafkaSinkTestSource)
     stream = (spark.readStream.format("jetspark_test_ids").option("total", total).option("step", step).load()
               .selectExpr("CAST(id AS STRING) AS key", "name AS value"))
     query = (stream.writeStream.format("jetkafka_sink_test").option("kafka.bootstrap.servers", bootstrap)
-             .option("topic", topic).option("mode", mode).option("checkpointLocation", checkpoint).start())
+             .option("topic", topic).option("guarantee", GIVES[commit]).option("commit", commit)
+             .option("checkpointLocation", checkpoint).start())
     try:
         query.processAllAvailable()
     finally:

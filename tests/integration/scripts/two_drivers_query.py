@@ -36,10 +36,11 @@ def source(spark, c: dict):
 def sink(df, c: dict):
     if c["sink"] == "jdbc":
         return (df.writeStream.format("jetjdbc").option("url", c["pgDsn"]).option("table", c["table"])
-                .option("mode", "exactly-once").option("createTable", "true").option("sinkId", c["sinkId"]))
+                .option("guarantee", "exactly-once").option("createTable", "true")
+                .option("sinkId", c["sinkId"]))
     out = df.select(F.col("id").cast("binary").alias("key"), F.col("id").cast("binary").alias("value"))
     return (out.writeStream.format("jetkafka").option("kafka.bootstrap.servers", c["bootstrap"])
-            .option("topic", c["outTopic"]).option("mode", "exactly-once").option("sinkId", c["sinkId"]))
+            .option("topic", c["outTopic"]).option("guarantee", "exactly-once").option("sinkId", c["sinkId"]))
 
 
 def main() -> None:

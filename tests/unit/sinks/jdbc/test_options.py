@@ -21,22 +21,26 @@ BASE = {"url": "postgresql://u@h:5432/db", "table": "events"}
 def test_defaults_and_jdbc_url_prefix():
     o = JdbcSinkOptions.parse({**BASE, "url": "jdbc:postgresql://u@h/db"})
     assert o.conninfo == "postgresql://u@h/db"
-    assert o.mode == "exactly-once" and o.keys == () and o.sink_id is None and not o.create_table
+    assert (o.guarantee, o.commit) == ("exactly-once", "two-phase")
+    assert o.keys == () and o.sink_id is None and not o.create_table
     assert o.table == TableName(None, "events")
     assert o.marker_table == TableName(None, DEFAULT_MARKER_TABLE)
 
 
 def test_dbtable_alias_schema_and_marker_table_follows_schema():
     o = JdbcSinkOptions.parse({"URL": BASE["url"], "dbtable": 'analytics."My.Table"',
-                               "MODE": "At-Least-Once"})
+                               "GUARANTEE": "At-Least-Once"})
     assert o.table == TableName("analytics", "My.Table")
     assert o.marker_table == TableName("analytics", DEFAULT_MARKER_TABLE)
-    assert o.mode == "at-least-once"
+    assert (o.guarantee, o.commit) == ("at-least-once", "none")
 
 
 @pytest.mark.parametrize("raw, option", [
-    ({**BASE, "mode": "exactly_once"}, "mode"),
-    ({**BASE, "mode": "idempotent"}, "keys"),
+    ({**BASE, "guarantee": "exactly_once"}, "guarantee"),
+    ({**BASE, "commit": "upsert"}, "keys"),
+    ({**BASE, "guarantee": "at-least-once", "commit": "two-phase"}, "commit"),
+    ({**BASE, "commit": "none"}, "commit"),
+    ({**BASE, "mode": "idempotent", "keys": "id"}, "mode"),
     ({**BASE, "keys": "a,,b"}, "keys"),
     ({**BASE, "sinkId": "has:colon"}, "sinkId"),
     ({**BASE, "createTable": "maybe"}, "createTable"),

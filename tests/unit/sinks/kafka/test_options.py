@@ -15,12 +15,13 @@ BASE = {"kafka.bootstrap.servers": "h:9092", "topic": "out"}
 
 
 def test_defaults_prefix_and_transactional_id():
-    o = KafkaSinkOptions.parse({**BASE, "kafka.linger.ms": "5", "Mode": "Transactional"})
-    assert o.mode == "transactional" and o.transactional and o.marker_topic == "out"
+    o = KafkaSinkOptions.parse({**BASE, "kafka.linger.ms": "5", "Commit": "Task"})
+    assert (o.guarantee, o.commit) == ("exactly-once", "task") and o.transactional and o.marker_topic == "out"
     assert o.producer_config() == {"bootstrap.servers": "h:9092", "linger.ms": "5"}
     assert o.transactional_id("q-1", 3) == "jetspark.q-1.3"
-    assert KafkaSinkOptions.parse(BASE).mode == "exactly-once"
-    assert not KafkaSinkOptions.parse({**BASE, "mode": "at-least-once"}).transactional
+    assert KafkaSinkOptions.parse(BASE).commit == "task"
+    at_least_once = KafkaSinkOptions.parse({**BASE, "guarantee": "at-least-once"})
+    assert at_least_once.commit == "none" and not at_least_once.transactional
 
 
 @pytest.mark.parametrize("raw, option", [
@@ -28,6 +29,9 @@ def test_defaults_prefix_and_transactional_id():
     ({**BASE, "kafka.transactional.id": "x"}, "kafka.transactional.id"),
     ({**BASE, "kafka.enable.idempotence": "false"}, "kafka.enable.idempotence"),
     ({**BASE, "mode": "once"}, "mode"),
+    ({**BASE, "commit": "two-phase"}, "commit"),
+    ({**BASE, "commit": "upsert"}, "commit"),
+    ({**BASE, "guarantee": "at-least-once", "commit": "task"}, "commit"),
     ({**BASE, "sinkId": "a b"}, "sinkId"),
     ({**BASE, "transactionalIdPrefix": "x/y"}, "transactionalIdPrefix"),
     ({"kafka.bootstrap.servers": "h:9092"}, "markerTopic"),
@@ -40,7 +44,7 @@ def test_bad_options(raw, option):
 
 
 def test_at_least_once_with_topic_column_needs_no_marker_topic_and_secrets_are_hidden():
-    o = KafkaSinkOptions.parse({"kafka.bootstrap.servers": "h:9092", "mode": "at-least-once",
+    o = KafkaSinkOptions.parse({"kafka.bootstrap.servers": "h:9092", "guarantee": "at-least-once",
                                 "kafka.sasl.password": "Hunter2x"})
     assert o.marker_topic is None and "Hunter2x" not in repr(o)
     assert o.scrub("SASL failed with Hunter2x") == "SASL failed with ***"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -44,3 +47,40 @@ def local_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+@contextmanager
+def output_to_log(path: str | Path) -> Iterator[Path]:
+    """Send this process's stderr (file descriptor 2) and Python's warnings and loggers to ``path``.
+
+    A local Spark driver JVM started inside inherits the descriptor, so its log4j console
+    output, the JVM's own notices and what Python workers write on stderr (the state API's
+    start-up lines, jetkafka's reader announcement) all land in the file, and stdout keeps
+    only what the program prints. Under ``spark-submit`` the JVM is the parent process and
+    keeps its own stderr. The descriptor and the logging set-up are restored on exit; if the
+    block raises, the file is named on the restored stderr before the error propagates.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)  # the descriptor: the file
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    logging.captureWarnings(True)
+    try:
+        yield path
+    except BaseException:
+        sys.stderr.flush()
+        os.write(saved, f"(Spark's log: {path})\n".encode())
+        raise
+    finally:
+        logging.captureWarnings(False)
+        root.removeHandler(handler)
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -15,6 +15,9 @@ batch size: rows at or below Spark's global watermark of their batch), and write
 folder (``watermarks.png``, ``summary.md``, and the windows query's ``checkpoint/`` for
 ``jetspark inspect``). Tables stay in PostgreSQL for a look.
 
+The terminal shows the demo's own lines only: Spark's log (JVM warnings, the Python workers'
+stderr, Python warnings) goes to ``spark.log`` in the report folder, named at the end.
+
 On a cluster: ``jetspark demo --master spark://…``, or ``spark-submit --master spark://…
 scripts/jetspark_demo.py [options]`` (the executors need jetspark installed in the Python
 that ``PYSPARK_PYTHON`` names).
@@ -90,7 +93,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
     from jetspark.datasources import read_kafka_stream
     from jetspark.devtools.services import ENV_VARS, acquire
-    from jetspark.devtools.spark import local_session
+    from jetspark.devtools.spark import local_session, output_to_log
     from jetspark.windowing import ops, sliding, window_aggregate
 
     t_start = time.monotonic()
@@ -114,61 +117,63 @@ def run_demo(args: argparse.Namespace) -> int:
         t0_ms = min(r.ts for r in records)
         per_batch = max(1, len(produced) // max(1, args.batches))
         lag = f"{LAG_S} seconds"
-
-        spark = local_session("jetspark-demo", master=_master(args.master))
-        print(f"spark: {spark.sparkContext.master}")
-        work = Path(tempfile.mkdtemp(prefix="jetspark-demo-"))
-
-        # The pipeline: jetkafka → parse → sliding windows → jetjdbc exactly-once.
-        source = read_kafka_stream(spark, _source_options(ep.kafka_bootstrap, topic, per_batch, **{
-            "watermark.lag": lag, "watermark.idleTimeout": IDLE_TIMEOUT}))
-        events = (_parsed(source).where("valid")
-                  .select(F.col("e.vehicle").alias("vehicle"), "timestamp", F.col("e.speed").alias("speed"),
-                          ((F.unix_millis("timestamp") - t0_ms) / 1000).alias("t"), "heartbeat", "watermark"))
-        windows = window_aggregate(events, key="vehicle", time="timestamp", window=sliding(WINDOW, SLIDE),
-                                   aggs={"n": ops.count(), "mean_speed": ops.mean("speed"),
-                                         "slope": ops.linear_slope("t", "speed")})
-        writer = (windows.writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", table)
-                  .option("guarantee", "exactly-once").option("createTable", "true")
-                  .option("checkpointLocation", str(work / "windows")))
-        batches: list[Batch] = []
-
-        def line(progress: BatchProgress) -> str:  # the listener's line, in the demo's layout
-            batches.append(batch_of(dict(progress.progress), topic))
-            return progress_line(batches[-1], t0_ms, progress.slowest)
-
-        listener = WatermarkListener(lambda text: print(text, flush=True), line=line)
-        spark.streams.addListener(listener)
-        for i, phase in enumerate(phases):
-            produce(ep.kafka_bootstrap, topic, phase, args.partitions if i == 0 else 0)
-            print(f"phase {i + 1}: produced {len(phase)} records to {topic}"
-                  + (f" (partition {args.partitions - 1} now idle)" if i and args.partitions > 2 else ""))
-            _run(writer, "jetspark-demo", listener)
-        spark.streams.removeListener(listener)
-
-        # Dead letters: the same stream's records that are not valid JSON, exactly once.
-        raw = _parsed(spark.readStream.format("jetkafka").options(**_source_options(
-            ep.kafka_bootstrap, topic, per_batch, **{"watermark.lateRecords": "keep"})).load())
-        _run(raw.where("NOT valid").select("partition", "offset", "timestamp",
-                                           F.col("value").cast("string").alias("raw_value"))
-             .writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", dead_table)
-             .option("guarantee", "exactly-once").option("createTable", "true")
-             .option("checkpointLocation", str(work / "dead")), "jetspark-demo-dead-letters")
-
-        # Spark's built-in watermark on the same rows: the global max event time minus the same
-        # lag. A stateful operator after it would drop every row at or below the batch's watermark.
-        seen: dict[int, list[int]] = {}
-        builtin = (raw.where("valid AND NOT heartbeat").withWatermark("timestamp", lag)
-                   .select(F.unix_millis("timestamp").alias("ts")))
-        builtin_progress = _run(builtin.writeStream.foreachBatch(
-            lambda df, batch_id: seen.__setitem__(batch_id, [r.ts for r in df.collect()]))
-            .option("checkpointLocation", str(work / "builtin")), "spark-builtin")
-        spark_wm = {p["batchId"]: iso_ms(p.get("eventTime", {}).get("watermark")) for p in builtin_progress}
-        spark_dropped = sum(ts <= spark_wm[b] for b, stamps in seen.items() if spark_wm.get(b)
-                            for ts in stamps)
-        spark.stop()
         folder = Path(args.report_dir or f"reports/demo-{datetime.now():%Y%m%d-%H%M%S}")
-        folder.mkdir(parents=True, exist_ok=True)
+        with output_to_log(folder / "spark.log") as log:  # Spark's warnings, not the terminal's
+            spark = local_session("jetspark-demo", master=_master(args.master))
+            print(f"spark: {spark.sparkContext.master}")
+            work = Path(tempfile.mkdtemp(prefix="jetspark-demo-"))
+
+            # The pipeline: jetkafka → parse → sliding windows → jetjdbc exactly-once.
+            source = read_kafka_stream(spark, _source_options(ep.kafka_bootstrap, topic, per_batch, **{
+                "watermark.lag": lag, "watermark.idleTimeout": IDLE_TIMEOUT}))
+            events = (_parsed(source).where("valid")
+                      .select(F.col("e.vehicle").alias("vehicle"), "timestamp",
+                              F.col("e.speed").alias("speed"),
+                              ((F.unix_millis("timestamp") - t0_ms) / 1000).alias("t"), "heartbeat",
+                              "watermark"))
+            windows = window_aggregate(events, key="vehicle", time="timestamp", window=sliding(WINDOW, SLIDE),
+                                       aggs={"n": ops.count(), "mean_speed": ops.mean("speed"),
+                                             "slope": ops.linear_slope("t", "speed")})
+            writer = (windows.writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", table)
+                      .option("guarantee", "exactly-once").option("createTable", "true")
+                      .option("checkpointLocation", str(work / "windows")))
+            batches: list[Batch] = []
+
+            def line(progress: BatchProgress) -> str:  # the listener's line, in the demo's layout
+                batches.append(batch_of(dict(progress.progress), topic))
+                return progress_line(batches[-1], t0_ms, progress.slowest)
+
+            listener = WatermarkListener(lambda text: print(text, flush=True), line=line)
+            spark.streams.addListener(listener)
+            for i, phase in enumerate(phases):
+                produce(ep.kafka_bootstrap, topic, phase, args.partitions if i == 0 else 0)
+                print(f"phase {i + 1}: produced {len(phase)} records to {topic}"
+                      + (f" (partition {args.partitions - 1} now idle)" if i and args.partitions > 2 else ""))
+                _run(writer, "jetspark-demo", listener)
+            spark.streams.removeListener(listener)
+
+            # Dead letters: the same stream's records that are not valid JSON, exactly once.
+            raw = _parsed(spark.readStream.format("jetkafka").options(**_source_options(
+                ep.kafka_bootstrap, topic, per_batch, **{"watermark.lateRecords": "keep"})).load())
+            _run(raw.where("NOT valid").select("partition", "offset", "timestamp",
+                                               F.col("value").cast("string").alias("raw_value"))
+                 .writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", dead_table)
+                 .option("guarantee", "exactly-once").option("createTable", "true")
+                 .option("checkpointLocation", str(work / "dead")), "jetspark-demo-dead-letters")
+
+            # Spark's built-in watermark on the same rows: the global max event time minus the same
+            # lag. A stateful operator after it would drop every row at or below the batch's watermark.
+            seen: dict[int, list[int]] = {}
+            builtin = (raw.where("valid AND NOT heartbeat").withWatermark("timestamp", lag)
+                       .select(F.unix_millis("timestamp").alias("ts")))
+            builtin_progress = _run(builtin.writeStream.foreachBatch(
+                lambda df, batch_id: seen.__setitem__(batch_id, [r.ts for r in df.collect()]))
+                .option("checkpointLocation", str(work / "builtin")), "spark-builtin")
+            spark_wm = {p["batchId"]: iso_ms(p.get("eventTime", {}).get("watermark"))
+                        for p in builtin_progress}
+            spark_dropped = sum(ts <= spark_wm[b] for b, stamps in seen.items() if spark_wm.get(b)
+                                for ts in stamps)
+            spark.stop()
         checkpoint = folder / "checkpoint"  # the windows query's, for `jetspark inspect`
         shutil.rmtree(checkpoint, ignore_errors=True)
         shutil.move(work / "windows", checkpoint)
@@ -207,6 +212,7 @@ def run_demo(args: argparse.Namespace) -> int:
             print(f"report: {path}")
         print(f"inspect: jetspark inspect {checkpoint} --kafka {ep.kafka_bootstrap} "
               f"--pg '{redact_dsn(ep.pg_dsn)}'")
+        print(f"log: {log} (Spark's warnings, the Python workers' output)")
         print(f"check: {'PASSED' if ok else 'FAILED'}; done in {time.monotonic() - t_start:.1f} s")
         return 0 if ok else 1
     finally:

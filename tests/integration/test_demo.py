@@ -55,6 +55,15 @@ def test_demo_short_mode_passes_its_check_and_writes_the_report(kafka_bootstrap,
     out = run.stdout
     assert run.returncode == 0, out[-4000:] + run.stderr[-4000:]
     assert "check: PASSED" in out
+    # the terminal gets the demo's lines only; Spark's output goes to the log it names
+    spark_lines = [line for line in (out + run.stderr).splitlines() if re.search(
+        r"\bWARN|ERROR|log4j|Failed to delete timer|TransformWithState|jetkafka reader", line)]
+    assert not spark_lines, spark_lines[:10]
+    log = Path(re.search(r"^log: (\S+) ", out, re.M).group(1))
+    assert log == report / "spark.log"
+    spark_log = log.read_text()
+    assert "jetkafka reader: " in spark_log  # the Python workers' stderr is in the log
+    assert "Failed to delete timer" not in spark_log  # a timer is deleted only while registered
     assert "table equals naive reference over the on-time events: True" in out
     assert "late records dropped by jetspark: 5 (injected: 5)" in out
     builtin = int(re.search(r"by Spark's built-in watermark .* on the same data: (\d+)", out).group(1))

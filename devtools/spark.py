@@ -68,7 +68,7 @@ def output_to_log(path: str | Path) -> Iterator[Path]:
     with open(path, "ab") as log:
         os.dup2(log.fileno(), 2)
     root = logging.getLogger()
-    handler = logging.StreamHandler(sys.stderr)  # the descriptor: the file
+    handler = logging.FileHandler(path)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     logging.captureWarnings(True)
@@ -81,6 +81,7 @@ def output_to_log(path: str | Path) -> Iterator[Path]:
     finally:
         logging.captureWarnings(False)
         root.removeHandler(handler)
+        handler.close()
         sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)

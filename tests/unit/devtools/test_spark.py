@@ -1,0 +1,36 @@
+"""``output_to_log``: where the demo sends Spark's output (no Spark needed)."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import warnings
+
+import pytest
+
+from jetspark.devtools.spark import output_to_log
+
+
+def test_stderr_of_children_warnings_and_loggers_go_to_the_file_stdout_stays(tmp_path, capfd):
+    with output_to_log(tmp_path / "logs" / "spark.log") as log:
+        subprocess.run(["sh", "-c", "echo 'WARN from a child process' >&2"], check=True)  # as the JVM
+        warnings.warn("a Python warning", UserWarning, stacklevel=1)
+        logging.getLogger("pyspark.test").warning("a pyspark logger")
+        print("the demo's line", flush=True)
+    logging.getLogger("pyspark.test").warning("after: not in the file")
+    subprocess.run(["sh", "-c", "echo 'stderr again' >&2"], check=True)
+    out, err = capfd.readouterr()
+    assert out == "the demo's line\n"
+    assert "WARN from a child process" not in err and "a Python warning" not in err
+    assert "stderr again" in err  # file descriptor 2 is restored
+    text = log.read_text()
+    assert "WARN from a child process" in text
+    assert "UserWarning: a Python warning" in text
+    assert "WARNING pyspark.test: a pyspark logger" in text
+    assert "after: not in the file" not in text
+
+
+def test_an_error_inside_names_the_log_on_the_restored_stderr(tmp_path, capfd):
+    with pytest.raises(RuntimeError), output_to_log(tmp_path / "spark.log"):
+        raise RuntimeError("query failed")
+    assert f"(Spark's log: {tmp_path / 'spark.log'})" in capfd.readouterr().err

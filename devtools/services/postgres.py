@@ -124,5 +124,5 @@ def probe(dsn: str) -> None:
         if int(value) <= 0:
             raise ServiceError(
                 f"postgres at {redact_dsn(dsn)}: max_prepared_transactions = {value}; the "
-                "exactly-once sink needs it > 0 (set it in postgresql.conf and restart)"
+                "jetjdbc sink with commit=two-phase needs it > 0 (set it in postgresql.conf and restart)"
             )

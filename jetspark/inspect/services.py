@@ -9,7 +9,7 @@
   log under ``walLocation``: the deliveries the query took and has not acked yet (on a running
   query they are what the broker shows as unacked; on a stopped one they are back in the queue
   and are acked as duplicates by the next run). Also the WAL, dedup store and lease files;
-- jetjdbc ``exactly-once``: the sink's prepared transactions (``pg_prepared_xacts``, gid
+- jetjdbc ``commit=two-phase``: the sink's prepared transactions (``pg_prepared_xacts``, gid
   ``jetspark:<sinkId>:<batch>:<partition>:<attempt>``) with their age.
 """
 

@@ -3,7 +3,7 @@ and by Spark's Kafka source (``kafka.isolation.level=read_committed``).
 
 The topic (default 5 million committed records of ~100 bytes, 8 partitions; created and
 filled once, reused by later runs with the same size) is written by jetkafka's sink in
-``exactly-once`` mode (one Kafka transaction per sink task: commit markers in every
+``guarantee=exactly-once`` (commit=task: one Kafka transaction per sink task, markers in every
 partition), in ``--writes`` batch writes; between them a transactional producer writes
 records it aborts (``--aborted`` per write, spread over the partitions). Such offsets —
 markers and aborted records — make Kafka's ListOffsets(max timestamp) useless to jetkafka's
@@ -87,7 +87,7 @@ def ensure_topic(spark, bootstrap: str, records: int, partitions: int, value_byt
                       F.concat(F.format_string("%012d", F.col("id")), F.lit(filler)).alias("value"),
                       (F.col("id") % partitions).cast("int").alias("partition")))
         (df.write.format("jetkafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
-         .option("mode", "exactly-once").option("sinkId", f"bench{w}").mode("append").save())
+         .option("guarantee", "exactly-once").option("sinkId", f"bench{w}").mode("append").save())
         if aborted:
             _abort_some(bootstrap, topic, partitions, aborted, filler.encode())
     print(f"wrote {records} committed records (+{aborted} aborted after each of {writes} writes) to {topic} "

@@ -16,13 +16,13 @@ def main(bootstrap: str, topic: str, dsn: str, table: str) -> None:
     spark = local_session("formats-autoregistered")
     rows = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(5)], "key string, value string")
     (rows.write.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
-     .option("topic", topic).option("mode", "at-least-once").mode("append").save())
+     .option("topic", topic).option("guarantee", "at-least-once").mode("append").save())
     back = (spark.read.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", topic).load())
     print("KAFKA", sorted(r.value.decode() for r in back.select("value").collect()), flush=True)
 
     (spark.range(3).write.format("jetjdbc").option("url", dsn).option("table", table)
-     .option("mode", "at-least-once").option("createTable", "true").mode("append").save())
+     .option("guarantee", "at-least-once").option("createTable", "true").mode("append").save())
     with psycopg.connect(dsn) as conn:
         print("JDBC", conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0], flush=True)
 

@@ -75,6 +75,17 @@ class PartitionMark:
         return cls(data.get("maxTs"), int(data["progressMs"]), bool(data.get("idle", False)))
 
 
+def partition_key(stream: str, partition: int) -> str:
+    """Tracker key of a partition of a stream: ``"orders:3"`` (a Kafka topic-partition), or
+    ``"events:0"`` (a queue, one partition). The partition is what follows the last ``:``."""
+    return f"{stream}:{partition}"
+
+
+def split_key(key: str) -> tuple[str, int]:
+    stream, _, partition = key.rpartition(":")
+    return stream, int(partition)
+
+
 @dataclass(frozen=True)
 class TrackerState:
     """Per-partition marks plus the coalesced watermark W (epoch ms, None before the first)."""
@@ -85,6 +96,25 @@ class TrackerState:
     def wm(self, key: str, lag_ms: int) -> int | None:
         mark = self.partitions.get(key)
         return None if mark is None else mark.wm(lag_ms)
+
+    def to_json(self, lag_ms: int) -> dict:
+        """The watermark part of every jetspark source offset (docs/design.md, "Watermarks")::
+
+            {"watermark": W, "partitions": {stream: {partition: {"maxTs", "wm", "idle", "progressMs"}}}}
+        """
+        nested: dict[str, dict[str, dict]] = {}
+        for key, mark in sorted(self.partitions.items(), key=lambda kv: split_key(kv[0])):
+            stream, partition = split_key(key)
+            nested.setdefault(stream, {})[str(partition)] = mark.to_json(lag_ms)
+        return {"watermark": self.watermark, "partitions": nested}
+
+    @classmethod
+    def from_json(cls, data: Mapping | None) -> TrackerState:
+        """The state :meth:`to_json` wrote (keys ``watermark`` and ``partitions`` of an offset)."""
+        data = data or {}
+        marks = {partition_key(stream, int(p)): PartitionMark.from_json(m)
+                 for stream, parts in (data.get("partitions") or {}).items() for p, m in parts.items()}
+        return cls(marks, data.get("watermark"))
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ A line::
 source's end offset in the progress); ``slowest`` is the non-idle partition with the least
 watermark — the one holding W back — and how far its watermark is behind the leading
 partition's; ``idle`` the partitions left out of W. Late records come from observed metrics
-named like :func:`jetspark.datasources.read_kafka_stream`'s (``lateRecords``) or, for
-jetrabbitmq, from the running ``counts.late`` of the start and end offsets. Rows are the
+named like those of :func:`jetspark.datasources.read_kafka_stream` and
+``read_rabbitmq_stream`` (``lateRecords``) or, without them, for jetrabbitmq, from the
+running ``counts.late`` of the start and end offsets. Rows are the
 observed ``records`` (data rows, without heartbeats) when present, else ``numInputRows``.
 Queries without a jetspark source get a line with rows only.
 
@@ -88,6 +89,8 @@ def _epoch_ms(text: str | None) -> int | None:
 def _late(progress: Mapping, starts: list[SourceOffset], ends: list[SourceOffset]) -> int | None:
     found = [int(m["lateRecords"]) for m in (progress.get("observedMetrics") or {}).values()
              if isinstance(m, Mapping) and m.get("lateRecords") is not None]
+    if found:  # the stream helpers count every source's late records, a queue's too
+        return sum(found)
     for start, end in zip(starts, ends, strict=True):
         if end.kind == JETRABBITMQ and "late" in end.counts:
             before = start.counts.get("late", 0) if start.kind == JETRABBITMQ else 0

@@ -44,6 +44,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from jetspark.columns import HEARTBEAT
 from jetspark.windowing.accumulate_by_frame import BLOB, WATERMARK, stage1_function
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
 from jetspark.windowing.combine_to_window import WINDOW_END, WINDOW_START, output_schema_fields, step
@@ -52,7 +53,6 @@ from jetspark.windowing.native import native_partial_fields, native_result
 from jetspark.windowing.plan import BUCKET, FRAME, TS_TYPE, Plan
 from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
 
-HEARTBEAT = "heartbeat"
 _DELAY_KEY = "spark.watermarkDelayMs"
 STATE_APIS = ("transformWithStateInPandas", "applyInPandasWithState")  # default first
 #: Name of the observed metric counting rows with a null event time (streaming).

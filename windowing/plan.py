@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateError, AggregateOperation
 from jetspark.windowing.definitions import SessionWindow, SlidingWindow, WindowDefinition
 from jetspark.windowing.partials import from_arrow, to_arrow
@@ -25,7 +26,7 @@ START = "__start"
 END = "__end"
 BUCKET = "__bucket"
 
-TS_TYPE = pa.timestamp("us", tz="UTC")
+TS_TYPE = TIMESTAMP_TYPE
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.errors import JetsparkError, OptionError
 from jetspark.options import Options
 
 FORMATS = ("epochMillis", "epochSeconds", "iso8601")
 ON_MALFORMED = ("fail", "null")
-_TS_US = pa.timestamp("us", tz="UTC")
+_TS_US = TIMESTAMP_TYPE
 _ISO_FORM = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}(?::?\d{2})?)?$"
 """The accepted ISO-8601 forms (see the module docstring) with at most six fraction digits;
 Arrow's cast alone would also take a date only or minutes without seconds."""

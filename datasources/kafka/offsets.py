@@ -14,9 +14,10 @@ JSON layout (one micro-batch's end offset)::
 batch's range of a partition starts when that is not the previous batch's offset: every
 partition of the first batch (its start comes from ``startingOffsets``, which may mean
 "latest" at the time), and partitions discovered later (earliest). So a batch replayed after
-a crash reads exactly the same records. ``partitions`` is the watermark tracker state
-(:mod:`jetspark.datasources.watermarks`): per-partition max event time, watermark, idle
-flag and the driver time it last advanced.
+a crash reads exactly the same records. ``watermark`` and ``partitions`` are the watermark
+tracker state, in the shape every jetspark source writes
+(:meth:`jetspark.datasources.watermarks.TrackerState.to_json`): per-partition max event
+time, watermark, idle flag and the driver time it last advanced.
 """
 
 from __future__ import annotations
@@ -24,19 +25,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from jetspark.datasources.watermarks import PartitionMark, TrackerState
+from jetspark.datasources.watermarks import TrackerState, partition_key, split_key
 
 TopicPartition = tuple[str, int]
 
 
 def tp_key(tp: TopicPartition) -> str:
-    """Tracker key of a topic-partition (Kafka topic names cannot contain ':')."""
-    return f"{tp[0]}:{tp[1]}"
+    """Tracker key of a topic-partition."""
+    return partition_key(*tp)
 
 
-def key_tp(key: str) -> TopicPartition:
-    topic, _, partition = key.rpartition(":")
-    return topic, int(partition)
+key_tp = split_key
 
 
 def _nest(values: Mapping[TopicPartition, object]) -> dict[str, dict[str, object]]:
@@ -72,19 +71,14 @@ class KafkaOffset:
             out["from"] = _nest(self.range_from)
         if self.initial:
             out["initial"] = True
-        out["watermark"] = self.tracker.watermark
-        out["partitions"] = _nest(
-            {key_tp(k): m.to_json(lag_ms) for k, m in self.tracker.partitions.items()}
-        )
+        out.update(self.tracker.to_json(lag_ms))
         return out
 
     @classmethod
     def from_json(cls, data: Mapping) -> KafkaOffset:
-        marks = {tp_key(tp): PartitionMark.from_json(m)  # type: ignore[arg-type]
-                 for tp, m in _flat(data.get("partitions")).items()}
         return cls(
             next={tp: int(o) for tp, o in _flat(data.get("offsets")).items()},  # type: ignore[call-overload]
-            tracker=TrackerState(marks, data.get("watermark")),
+            tracker=TrackerState.from_json(data),
             range_from={tp: int(o) for tp, o in _flat(data.get("from")).items()},  # type: ignore[call-overload]
             initial=bool(data.get("initial", False)),
         )

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jetspark.datasources.kafka.event_time import EventTimeSpec
+from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
+from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy
 from jetspark.errors import OptionError
 from jetspark.options import Options
@@ -27,7 +29,7 @@ KNOWN = (
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
     "failOnDataLoss", "includeHeaders", "minPartitions", "groupIdPrefix",
     "kafkaConsumer.pollTimeoutMs", "maxRecordsPerChunk",
-    "watermark.lag", "watermark.idleTimeout", "watermark.lateRecords", "watermark.advanceWhenIdle",
+    *WATERMARK_OPTIONS,
     "watermark.maxTimestampFrom", "eventTime.field", "eventTime.format", "eventTime.onMalformed",
 )
 # librdkafka settings the source owns (Spark's Kafka source rejects the same ones).
@@ -119,11 +121,7 @@ class KafkaSourceOptions:
         if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
             raise OptionError("minOffsetsPerTrigger", min_per_trigger,
                               f"an integer <= maxOffsetsPerTrigger ({max_per_trigger})")
-        policy = WatermarkPolicy(
-            lag_ms=opts.duration_ms("watermark.lag", 0) or 0,
-            idle_timeout_ms=opts.duration_ms("watermark.idleTimeout", 60_000) or 0,
-            advance_when_idle=opts.boolean("watermark.advanceWhenIdle", False),
-        )
+        marks = WatermarkOptions.parse(opts)
         return cls(
             kafka=kafka,
             subscription=subscription,
@@ -139,8 +137,8 @@ class KafkaSourceOptions:
             min_partitions=opts.integer("minPartitions", None, minimum=1),
             poll_timeout_ms=opts.integer("kafkaConsumer.pollTimeoutMs", 120_000, minimum=1) or 120_000,
             chunk_rows=opts.integer("maxRecordsPerChunk", 20_000, minimum=1) or 20_000,
-            watermark=policy,
-            keep_late=opts.choice("watermark.lateRecords", "drop", ["drop", "keep"]) == "keep",
+            watermark=marks.policy,
+            keep_late=marks.keep_late,
             max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
             event_time=EventTimeSpec.parse(opts),
         )

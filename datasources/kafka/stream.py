@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jetspark.datasources.kafka.source import FORMAT
-
-WATERMARK_COLUMN = "watermark"
-HEARTBEAT_COLUMN = "heartbeat"
-LATE_COLUMN = "late"
+from jetspark.datasources.stream import read_stream
 
 
 def read_kafka_stream(spark, options: Mapping[str, str] | None = None, /, *,
@@ -18,34 +14,9 @@ def read_kafka_stream(spark, options: Mapping[str, str] | None = None, /, *,
     Options are those of the ``jetkafka`` format (``kafka.bootstrap.servers``,
     ``subscribe``, ``watermark.lag``, …), as a mapping and/or keyword arguments
     (``read_kafka_stream(spark, {"kafka.bootstrap.servers": bs}, subscribe="orders")``).
-    Returns the stream after ``withWatermark("watermark", "0 seconds")``, so Spark's
-    event-time watermark is the source's coalesced per-partition watermark W.
-
-    Heartbeat rows (``heartbeat`` true: W moved without data, or stubs of dropped late
-    records) are still in the stream, because Spark must see their watermark; drop them
-    downstream with ``where(~col("heartbeat"))`` (jetspark's windowing does it for you).
-
-    Unless ``metrics_name`` is None, each batch's ``query.lastProgress["observedMetrics"]
-    [metrics_name]`` holds ``records`` (data rows), ``lateRecords`` (late records, dropped
-    or kept) and ``watermark`` (the batch's W). Per-partition watermarks and idle flags are
-    in the source's end offset::
-
-        end = json.loads(query.lastProgress["sources"][0]["endOffset"])
-        end["partitions"][topic][str(partition)]   # {"maxTs", "wm", "idle", "progressMs"}
+    What it returns and observes: :func:`jetspark.datasources.stream.read_stream`; the
+    per-partition watermarks are in the end offset's ``partitions[topic][partition]``.
     """
-    from pyspark.sql import functions as F
     from pyspark_jetkafka import DefaultSource  # source AND sink: the name must keep its writer
 
-    spark.dataSource.register(DefaultSource)
-    reader = spark.readStream.format(FORMAT)
-    for key, value in {**(options or {}), **more}.items():
-        reader = reader.option(key, str(value))
-    df = reader.load()
-    if metrics_name:
-        df = df.observe(
-            metrics_name,
-            F.count_if(~F.col(HEARTBEAT_COLUMN)).alias("records"),
-            F.count_if(F.col(LATE_COLUMN)).alias("lateRecords"),
-            F.max(WATERMARK_COLUMN).alias("watermark"),
-        )
-    return df.withWatermark(WATERMARK_COLUMN, "0 seconds")
+    return read_stream(spark, DefaultSource, {**(options or {}), **more}, metrics_name)

@@ -2,7 +2,8 @@
 "Queue source protocol").
 
 Offsets are ``{"seq": next WAL sequence number, "epoch": lease epoch of the batch's writer,
-"watermark": {...}, "counts": {...}}``.
+"watermark": W, "partitions": {...}, "counts": {...}}`` (the watermark part in the shape of
+every jetspark source: :mod:`.watermark`).
 
 * The driver takes the lease on ``walLocation`` (:mod:`.lease`) before it opens the
   consumer, so a second driver on the same checkpoint stops before it consumes; every WAL
@@ -84,7 +85,7 @@ class QueueDriver:
         self._logged: dict[tuple[int, int], int] = {}  # WAL range -> epoch an offset named
         self._counts = dict.fromkeys(COUNT_KEYS, 0)
         self._budget: int | None = None  # deliveries left under Trigger.AvailableNow
-        self.watermarks = QueueWatermark(o.watermark_lag_ms, o.idle_timeout_ms, self.clock)
+        self.watermarks = QueueWatermark(o.queue, o.watermark.policy, self.clock)
 
     # -- state ----------------------------------------------------------------------------
     @property
@@ -100,7 +101,7 @@ class QueueDriver:
         return self._ranges
 
     def initial_offset(self) -> dict:
-        return {"seq": 0, "epoch": self.lease.epoch, "watermark": self.watermarks.initial(),
+        return {"seq": 0, "epoch": self.lease.epoch, **self.watermarks.initial(),
                 "counts": dict.fromkeys(COUNT_KEYS, 0)}
 
     # -- Spark calls ------------------------------------------------------------------------
@@ -139,7 +140,7 @@ class QueueDriver:
             return start
         now = self.clock()
         events = np.fromiter((event_time_ms(d, self.options, now) for d in rows), np.int64, len(rows))
-        state, late = self.watermarks.advance(start.get("watermark"), events)
+        state, late = self.watermarks.advance(start, events)
         self._counts["late"] += int(late.sum())
         r = WalRange(start_seq, start_seq + len(rows), self.lease.epoch)
         self.lease.check()
@@ -150,7 +151,7 @@ class QueueDriver:
         counts = {k: int(start.get("counts", {}).get(k, 0)) + self._counts[k] for k in COUNT_KEYS}
         self._counts = dict.fromkeys(COUNT_KEYS, 0)
         faults.point("rabbitmq.after_wal_write")
-        return {"seq": r.end, "epoch": r.epoch, "watermark": state, "counts": counts}
+        return {"seq": r.end, "epoch": r.epoch, **state, "counts": counts}
 
     def commit_through(self, seq: int) -> None:
         """Record IDs below ``seq`` as committed, then ack them, then drop their WAL files."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
+from jetspark.datasources.watermark_options import WatermarkOptions
+from jetspark.datasources.watermarks import WatermarkPolicy
 from jetspark.errors import OptionError
 from jetspark.options import Options
 from jetspark.redaction import redact_dsn
@@ -25,9 +28,7 @@ KNOWN = (
     "dedupRetention",
     "dedupMemory",
     "eventTime",
-    "watermark.lag",
-    "watermark.idleTimeout",
-    "lateRecords",
+    *WATERMARK_OPTIONS,
     "pollTimeout",
     "reconnectTimeout",
     "leaseTimeout",
@@ -53,10 +54,8 @@ class RabbitMQOptions:
     """Memory for the dedup store's Bloom filters (see :mod:`.dedup`)."""
     event_time: str = EVENT_TIME_PROPERTY
     """``timestamp`` (AMQP timestamp property) or ``header:<name>``."""
-    watermark_lag_ms: int = 0
-    idle_timeout_ms: int = 30_000
-    late_records: str = "drop"
-    """``drop`` (counted in the offset) | ``keep`` (kept with ``late = true``)."""
+    watermark: WatermarkOptions = field(default_factory=lambda: WatermarkOptions(WatermarkPolicy()))
+    """The ``watermark.*`` options, as on jetkafka (``advanceWhenIdle`` is refused: see parse)."""
     poll_timeout_ms: int = 50
     reconnect_timeout_ms: int = 60_000
     lease_timeout_ms: int = 60_000
@@ -79,6 +78,9 @@ class RabbitMQOptions:
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None) -> RabbitMQOptions:
         o = Options(raw)
+        marks = WatermarkOptions.parse(o, can_advance_when_idle=(
+            "a queue is one partition and its W moves only with its messages: jetrabbitmq has no "
+            "heartbeat batches to carry a W that advances without them"))
         url = o.string("url", required=True)
         if not url.startswith(("amqp://", "amqps://")):
             raise OptionError("url", url, "an AMQP URI such as amqp://user:pass@host:5672/%2F")
@@ -108,9 +110,7 @@ class RabbitMQOptions:
             dedup_retention_ms=o.duration_ms("dedupRetention", cls.dedup_retention_ms),
             dedup_memory_bytes=o.size_bytes("dedupMemory", cls.dedup_memory_bytes),
             event_time=event_time,
-            watermark_lag_ms=o.duration_ms("watermark.lag", 0),
-            idle_timeout_ms=o.duration_ms("watermark.idleTimeout", cls.idle_timeout_ms),
-            late_records=o.choice("lateRecords", "drop", ("drop", "keep")),
+            watermark=marks,
             poll_timeout_ms=o.duration_ms("pollTimeout", cls.poll_timeout_ms),
             reconnect_timeout_ms=o.duration_ms("reconnectTimeout", cls.reconnect_timeout_ms),
             lease_timeout_ms=o.duration_ms("leaseTimeout", cls.lease_timeout_ms),

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.datasources.rabbitmq.consumer import Delivery
 from jetspark.datasources.rabbitmq.options import MESSAGE_ID_BODY_HASH, RabbitMQOptions
 from jetspark.datasources.rabbitmq.wal import WAL_SCHEMA
@@ -85,7 +86,7 @@ def to_wal_table(
             pa.array([d.routing_key for d in deliveries], pa.string()),
             pa.array([d.exchange for d in deliveries], pa.string()),
             pa.array(headers, WAL_SCHEMA.field("headers").type),
-            pa.array(stamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            pa.array(stamps, pa.int64()).cast(TIMESTAMP_TYPE),
             pa.array([d.redelivered for d in deliveries], pa.bool_()),
             pa.array(event_ms, pa.int64()),
             pa.array(late, pa.bool_()),

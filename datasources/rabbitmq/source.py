@@ -8,6 +8,7 @@ Usage::
               .option("walLocation", "/checkpoints/orders-wal")   # one per query
               .load()
               .withWatermark("watermark", "0 seconds"))
+    # or: read_rabbitmq_stream(spark, url=…, queue="orders", walLocation=…)
 
 The driver takes deliveries (manual acks) into a durable write-ahead log before Spark
 logs the offset; executors read batches from the WAL; a batch's deliveries are acked only
@@ -17,8 +18,14 @@ See docs/design.md, "Queue source protocol", and :mod:`.driver` for the protocol
 Offsets (visible in ``query.lastProgress["sources"][0]["endOffset"]``)::
 
     {"seq": <next WAL sequence number>, "epoch": <lease epoch of the batch's writer>,
-     "watermark": {"watermark": W, "partitions": {"queue": {"maxTs", "wm", "idle", "progressMs"}}},
+     "watermark": W, "partitions": {"orders": {"0": {"maxTs", "wm", "idle", "progressMs"}}},
      "counts": {"late", "duplicates", "missingIdDropped", "missingIdHashed"}}   # running totals
+
+Rows: the message's columns, then ``watermark``, ``heartbeat``, ``late``
+(:mod:`jetspark.columns`). With ``watermark.lateRecords=drop`` a late message becomes a stub
+row (``heartbeat`` and ``late`` true, ``message_id`` and ``timestamp`` kept, the rest null),
+counted, then dropped with the heartbeats (``where(~col("heartbeat"))``; jetspark's windowing
+does it); with ``keep`` it is a normal row with ``late`` true — as on jetkafka.
 
 Broker-side caveats: an unacked delivery is returned to the queue when the consumer's
 channel dies, and RabbitMQ closes a channel whose delivery stays unacked longer than
@@ -37,20 +44,18 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from jetspark import faults
+from jetspark.columns import HEARTBEAT, LATE, TIMESTAMP_TYPE, WATERMARK, WATERMARK_DDL
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
 from jetspark.datasources.rabbitmq.wal import WalRange, WriteAheadLog
+from jetspark.datasources.rabbitmq.watermark import state_of
 
 FORMAT = "jetrabbitmq"
 SCHEMA = (
     "message_id string, body binary, routing_key string, exchange string, "
-    "headers map<string,string>, timestamp timestamp, redelivered boolean, watermark timestamp"
+    f"headers map<string,string>, timestamp timestamp, redelivered boolean, {WATERMARK_DDL}"
 )
 _OUT_COLUMNS = ["message_id", "body", "routing_key", "exchange", "headers", "timestamp", "redelivered"]
-_TS = pa.timestamp("us", tz="UTC")
-
-
-def schema_for(options: RabbitMQOptions) -> str:
-    return SCHEMA + (", late boolean" if options.late_records == "keep" else "")
+_KEPT_IN_STUBS = {"message_id", "timestamp"}
 
 
 @dataclass(frozen=True)
@@ -68,22 +73,20 @@ class WalPartition(InputPartition):
 
 
 def read_partition(p: WalPartition):
-    """Arrow record batches of a partition, late rows dropped unless kept."""
+    """Arrow record batches of a partition; late rows are stubs unless kept."""
     wal = WriteAheadLog(p.wal_location)
-    wm = pa.scalar(None if p.watermark_ms is None else p.watermark_ms * 1000, _TS)
+    wm = pa.scalar(None if p.watermark_ms is None else p.watermark_ms * 1000, TIMESTAMP_TYPE)
+    names = [*_OUT_COLUMNS, WATERMARK, HEARTBEAT, LATE]
     for rb in wal.iter_batches(WalRange(p.start, p.end, p.epoch), p.first_batch, p.last_batch):
-        late = rb.column("late")
-        if not p.keep_late:
-            rb = rb.filter(pc.invert(late))
         if rb.num_rows == 0:
             continue
-        arrays = [rb.column(c) for c in _OUT_COLUMNS]
-        names = list(_OUT_COLUMNS)
-        arrays.append(pa.repeat(wm, rb.num_rows))
-        names.append("watermark")
-        if p.keep_late:
-            arrays.append(rb.column("late"))
-            names.append("late")
+        late = rb.column(LATE)
+        stub = None if p.keep_late or not pc.any(late).as_py() else late
+        arrays = [rb.column(c) if stub is None or c in _KEPT_IN_STUBS
+                  else pc.if_else(stub, pa.nulls(rb.num_rows, rb.column(c).type), rb.column(c))
+                  for c in _OUT_COLUMNS]
+        heartbeat = pa.repeat(pa.scalar(False), rb.num_rows) if stub is None else stub
+        arrays += [pa.repeat(wm, rb.num_rows), heartbeat, late]
         yield pa.RecordBatch.from_arrays(arrays, names)
 
 
@@ -123,8 +126,8 @@ class RabbitMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         faults.point("rabbitmq.before_batch")
         driver = self.driver
         driver.consumer.ensure_open()
-        wm = (end.get("watermark") or {}).get("watermark")
-        keep = self.options.late_records == "keep"
+        wm = state_of(end, self.options.queue).watermark
+        keep = self.options.watermark.keep_late
         out = []
         for r in driver.plan(start, end):
             n = driver.wal.num_record_batches(r)
@@ -152,7 +155,8 @@ class RabbitMQDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return schema_for(RabbitMQOptions.parse(self.options))
+        RabbitMQOptions.parse(self.options)  # a bad option fails here, before the query starts
+        return SCHEMA
 
     def streamReader(self, schema) -> RabbitMQStreamReader:
         return RabbitMQStreamReader(RabbitMQOptions.parse(self.options))

@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
+from jetspark.columns import LATE, TIMESTAMP_TYPE
+
 WAL_DIR = "wal"
 SUFFIX = ".arrow"
 
@@ -28,10 +30,10 @@ WAL_SCHEMA = pa.schema(
         ("routing_key", pa.string()),
         ("exchange", pa.string()),
         ("headers", pa.map_(pa.string(), pa.string())),
-        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestamp", TIMESTAMP_TYPE),
         ("redelivered", pa.bool_()),
         ("event_time_ms", pa.int64()),
-        ("late", pa.bool_()),
+        (LATE, pa.bool_()),
     ]
 )
 

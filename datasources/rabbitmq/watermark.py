@@ -1,9 +1,13 @@
 """The queue's watermark (docs/design.md, "Watermarks") through the shared tracker: the
-queue is one partition.
+queue is one partition, ``"<queue>:0"``.
 
-Offset JSON: ``{"watermark": W, "partitions": {"queue": {"maxTs", "wm", "idle", "progressMs"}}}``
-(epoch ms). W holds while the queue is idle (or advances with the wall clock when the
-shared policy says so); the whole state lives in the offset, so replays see the same W.
+Its part of the offset is the shape every jetspark source writes
+(:meth:`jetspark.datasources.watermarks.TrackerState.to_json`)::
+
+    {"watermark": W, "partitions": {"<queue>": {"0": {"maxTs", "wm", "idle", "progressMs"}}}}
+
+(epoch ms). W holds while the queue is idle; the whole state lives in the offset, so
+replays see the same W.
 """
 
 from __future__ import annotations
@@ -20,39 +24,42 @@ from jetspark.datasources.watermarks import (
     WatermarkPolicy,
     WatermarkTracker,
     late_mask,
+    partition_key,
     wall_clock_ms,
 )
 
-QUEUE_KEY = "queue"
 
-
-def state_to_json(state: TrackerState, lag_ms: int) -> dict:
-    return {"watermark": state.watermark,
-            "partitions": {k: m.to_json(lag_ms) for k, m in state.partitions.items()}}
-
-
-def state_from_json(data: Mapping | None) -> TrackerState:
-    if not data:
-        return TrackerState()
-    marks = {k: PartitionMark.from_json(v) for k, v in (data.get("partitions") or {}).items()}
-    return TrackerState(marks, data.get("watermark"))
+def state_of(offset: Mapping | None, queue: str) -> TrackerState:
+    """The tracker state in a jetrabbitmq offset; also the shape of offsets written before the
+    sources shared one (``"watermark": {"watermark": W, "partitions": {"queue": mark}}``)."""
+    offset = offset or {}
+    nested = offset.get("watermark")
+    if isinstance(nested, Mapping):
+        marks = {partition_key(queue, 0): PartitionMark.from_json(m)
+                 for m in (nested.get("partitions") or {}).values()}
+        return TrackerState(marks, nested.get("watermark"))
+    return TrackerState.from_json(offset)
 
 
 class QueueWatermark:
     """Advances the single-partition tracker state stored in the offsets."""
 
-    def __init__(self, lag_ms: int, idle_timeout_ms: int, clock: Clock = wall_clock_ms) -> None:
-        self.lag_ms = lag_ms
-        self.tracker = WatermarkTracker(WatermarkPolicy(lag_ms, idle_timeout_ms), clock)
+    def __init__(self, queue: str, policy: WatermarkPolicy, clock: Clock = wall_clock_ms) -> None:
+        self.key = partition_key(queue, 0)
+        self.queue = queue
+        self.lag_ms = policy.lag_ms
+        self.tracker = WatermarkTracker(policy, clock)
 
     def initial(self) -> dict:
-        return state_to_json(self.tracker.initial([QUEUE_KEY]), self.lag_ms)
+        """The offset's ``watermark`` and ``partitions`` for a fresh query."""
+        return self.tracker.initial([self.key]).to_json(self.lag_ms)
 
-    def advance(self, data: Mapping | None, event_ms: np.ndarray) -> tuple[dict, np.ndarray]:
-        """The offset's watermark state after a batch with these event times, and its late mask."""
-        state = state_from_json(data)
-        mark = state.partitions.get(QUEUE_KEY)
+    def advance(self, offset: Mapping | None, event_ms: np.ndarray) -> tuple[dict, np.ndarray]:
+        """The offset's ``watermark`` and ``partitions`` after a batch with these event times
+        (``offset``: the batch's start offset), and the batch's late mask."""
+        state = state_of(offset, self.queue)
+        mark = state.partitions.get(self.key)
         late, running = late_mask(event_ms, None if mark is None else mark.max_ts, self.lag_ms,
                                   state.watermark)
-        new = self.tracker.advance(state, {QUEUE_KEY: Progress(advanced=len(late) > 0, max_ts=running)})
-        return state_to_json(new, self.lag_ms), late
+        new = self.tracker.advance(state, {self.key: Progress(advanced=len(late) > 0, max_ts=running)})
+        return new.to_json(self.lag_ms), late

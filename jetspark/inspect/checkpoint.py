@@ -43,7 +43,7 @@ class PartitionState:
     """One source partition's watermark state in a batch's end offset (epoch ms)."""
 
     label: str
-    """``"<partition>"`` (one topic), ``"<topic>:<partition>"`` (several) or ``"queue"``."""
+    """``"<partition>"`` (one topic), ``"<topic>:<partition>"`` (several) or a queue's name."""
     topic: str | None
     partition: int | None
     max_ts: int | None
@@ -159,11 +159,18 @@ def parse_source_offset(index: int, data: object) -> SourceOffset:
                 nxt = (offsets.get(topic) or {}).get(str(p))
                 parts.append(_mark(label, topic, p, (marks.get(topic) or {}).get(str(p)) or {}, _int(nxt)))
         return SourceOffset(index, JETKAFKA, _int(data.get("watermark")), tuple(parts), raw=data)
-    if "seq" in data and isinstance(data.get("watermark"), Mapping | None):
-        state = data.get("watermark") or {}
-        parts = tuple(_mark(k, None, None, v) for k, v in sorted((state.get("partitions") or {}).items()))
+    if "seq" in data:
+        state = data.get("watermark")
+        if isinstance(state, Mapping):  # written before both sources shared one shape
+            parts = tuple(_mark(k, None, None, v) for k, v in sorted((state.get("partitions") or {}).items()))
+            watermark = state.get("watermark")
+        else:  # {"partitions": {queue: {"0": mark}}}, as jetkafka's
+            queues = sorted((data.get("partitions") or {}).items())
+            parts = tuple(_mark(queue, queue, int(p), v)
+                          for queue, marks in queues for p, v in sorted(marks.items()))
+            watermark = state
         counts = {k: int(v) for k, v in (data.get("counts") or {}).items()}
-        return SourceOffset(index, JETRABBITMQ, _int(state.get("watermark")), parts, seq=_int(data["seq"]),
+        return SourceOffset(index, JETRABBITMQ, _int(watermark), parts, seq=_int(data["seq"]),
                             epoch=_int(data.get("epoch")), counts=counts, raw=data)
     return SourceOffset(index, OTHER, None, raw=data)
 

@@ -17,7 +17,7 @@ class WatermarkRow(Protocol):
 
 
 def _partition_order(label: str) -> tuple:
-    """Partition numbers in numeric order, other labels ("topic:3", "queue") after them."""
+    """Partition numbers in numeric order, other labels ("topic:3", a queue's name) after them."""
     return (0, int(label), "") if label.isdigit() else (1, 0, label)
 
 

@@ -191,8 +191,8 @@ def test_inspect_a_stopped_jetrabbitmq_query(spark, amqp_url, rabbit_queue, tmp_
         logged = offset_log(cp, b.batch_id)
         (source,) = b.sources
         assert (source.seq, source.epoch, source.counts) == (logged["seq"], logged["epoch"], logged["counts"])
-        assert b.watermark == logged["watermark"]["watermark"]
-        assert b.partitions["queue"].max_ts == logged["watermark"]["partitions"]["queue"]["maxTs"]
+        assert b.watermark == logged["watermark"]
+        assert b.partitions[rabbit_queue].max_ts == logged["partitions"][rabbit_queue]["0"]["maxTs"]
     assert [s.seq for b in batches for s in b.sources] == [10, 20, 25]
     assert [b.late for b in batches] == [0, 1, 0]
     # every batch taken was acked (the run ended asking for more), so the WAL is empty;

@@ -121,7 +121,7 @@ def test_header_message_id_and_event_time(amqp_url, rabbit_queue, tmp_path):
     o0 = d.initial_offset()
     o1 = d.latest_offset(o0, None)
     assert _ids(d, o0, o1) == ["h1", "h2"]
-    assert o1["watermark"]["partitions"]["queue"]["maxTs"] == 9_000 and o1["watermark"]["watermark"] == 8_000
+    assert o1["partitions"][rabbit_queue]["0"]["maxTs"] == 9_000 and o1["watermark"] == 8_000
     d.stop()
 
 

@@ -25,6 +25,7 @@ def main() -> None:
         .option("url", url).option("queue", queue).option("walLocation", wal)
         .option("maxMessagesPerTrigger", max_per_trigger)
         .load()
+        .where("NOT heartbeat")  # stubs of late messages
     )
     query = (
         stream.writeStream.foreachBatch(pg_batch_writer(dsn, table))

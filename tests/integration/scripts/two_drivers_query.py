@@ -26,7 +26,7 @@ def source(spark, c: dict):
         df = (spark.readStream.format("jetrabbitmq").option("url", c["amqpUrl"]).option("queue", c["queue"])
               .option("walLocation", c["walLocation"]).option("maxMessagesPerTrigger", str(c["perTrigger"]))
               .option("prefetch", str(c["perTrigger"])).load())
-        return df.select(F.col("message_id").alias("id"))
+        return df.where("NOT heartbeat").select(F.col("message_id").alias("id"))
     df = (spark.readStream.format("jetkafka").option("kafka.bootstrap.servers", c["bootstrap"])
           .option("subscribe", c["topic"]).option("startingOffsets", "earliest")
           .option("maxOffsetsPerTrigger", str(c["perTrigger"])).load())

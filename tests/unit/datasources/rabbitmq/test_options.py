@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from jetspark.datasources.kafka.options import KafkaSourceOptions
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
 from jetspark.errors import JetsparkError, OptionError
 
@@ -14,8 +15,11 @@ def test_defaults():
     o = RabbitMQOptions.parse(BASE)
     assert (o.queue, o.wal_location, o.prefetch) == ("q", "/tmp/wal", 10_000)
     assert o.max_messages_per_trigger is None
-    assert (o.message_id, o.on_missing_message_id, o.event_time, o.late_records) == (
+    assert (o.message_id, o.on_missing_message_id, o.event_time, o.watermark.late_records) == (
         "message_id", "fail", "timestamp", "drop")
+    # the watermark options and their defaults are jetkafka's (one parser)
+    kafka = KafkaSourceOptions.parse({"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}, streaming=True)
+    assert o.watermark.policy == kafka.watermark and o.watermark.policy.idle_timeout_ms == 60_000
     assert o.dedup_retention_ms == 24 * 3_600_000
     assert o.batch_limit == 5_000
 
@@ -24,12 +28,13 @@ def test_all_options_case_insensitive():
     o = RabbitMQOptions.parse({
         **BASE, "MAXMESSAGESPERTRIGGER": "500", "prefetch": "800", "messageId": "header:x-id",
         "onMissingMessageId": "HASH", "dedupRetention": "2 hours", "eventTime": "header:ts",
-        "watermark.lag": "5 seconds", "watermark.idleTimeout": "1 min", "lateRecords": "keep",
+        "watermark.lag": "5 seconds", "watermark.idleTimeout": "1 min", "watermark.lateRecords": "keep",
     })
     assert o.max_messages_per_trigger == 500 and o.prefetch == 800 and o.batch_limit == 500
     assert o.message_id_header == "x-id" and o.event_time_header == "ts"
     assert o.on_missing_message_id == "hash" and o.dedup_retention_ms == 7_200_000
-    assert o.watermark_lag_ms == 5_000 and o.idle_timeout_ms == 60_000 and o.late_records == "keep"
+    assert o.watermark.policy.lag_ms == 5_000 and o.watermark.policy.idle_timeout_ms == 60_000
+    assert o.watermark.keep_late
 
 
 def test_prefetch_defaults_to_cover_the_trigger_limit():
@@ -56,7 +61,9 @@ def test_body_hash_message_id():
         ({"eventTime": "header:"}, "eventTime", "header:<name>"),
         ({"onMissingMessageId": "skip"}, "onMissingMessageId", "fail | hash | drop"),
         ({"dedupRetention": "forever"}, "dedupRetention", "duration"),
-        ({"lateRecords": "flag"}, "lateRecords", "drop | keep"),
+        ({"watermark.lateRecords": "flag"}, "watermark.lateRecords", "drop | keep"),
+        ({"lateRecords": "keep"}, "lateRecords", "option 'watermark.lateRecords'"),
+        ({"watermark.advanceWhenIdle": "true"}, "watermark.advanceWhenIdle", "false (a queue is one"),
         ({"subscribe": "x"}, "subscribe", "known options"),
     ],
 )

@@ -42,11 +42,14 @@ def kafka_offset(batch: int, *, idle3: bool = False) -> dict:
             "watermark": min(live), "partitions": {"orders": {str(p): m for p, m in mark.items()}}}
 
 
-def rabbit_offset(batch: int, late_total: int) -> dict:
-    return {"seq": 10 * (batch + 1), "epoch": 2,
-            "watermark": {"watermark": T + batch * 1000, "partitions": {"queue": {
-                "maxTs": T + batch * 1000 + 5000, "wm": T + batch * 1000, "idle": False, "progressMs": T}}},
-            "counts": {"late": late_total, "duplicates": 1, "missingIdDropped": 0, "missingIdHashed": 0}}
+def rabbit_offset(batch: int, late_total: int, *, before_shared_shape: bool = False) -> dict:
+    mark = {"maxTs": T + batch * 1000 + 5000, "wm": T + batch * 1000, "idle": False, "progressMs": T}
+    counts = {"late": late_total, "duplicates": 1, "missingIdDropped": 0, "missingIdHashed": 0}
+    if before_shared_shape:
+        return {"seq": 10 * (batch + 1), "epoch": 2, "counts": counts,
+                "watermark": {"watermark": T + batch * 1000, "partitions": {"queue": mark}}}
+    return {"seq": 10 * (batch + 1), "epoch": 2, "watermark": T + batch * 1000,
+            "partitions": {"orders": {"0": mark}}, "counts": counts}
 
 
 def write_checkpoint(root: Path, offsets: dict[int, list[object]], commits: list[int],
@@ -92,7 +95,10 @@ def test_jetrabbitmq_offset_parses_seq_epoch_counts_and_the_queue_partition():
     s = parse_source_offset(0, rabbit_offset(3, late_total=4))
     assert s.kind == JETRABBITMQ
     assert (s.seq, s.epoch, s.watermark, s.counts["late"]) == (40, 2, T + 3000, 4)
-    assert [(p.label, p.wm, p.max_ts) for p in s.partitions] == [("queue", T + 3000, T + 8000)]
+    assert [(p.label, p.wm, p.max_ts) for p in s.partitions] == [("orders", T + 3000, T + 8000)]
+    old = parse_source_offset(0, rabbit_offset(3, late_total=4, before_shared_shape=True))
+    assert (old.kind, old.seq, old.watermark) == (JETRABBITMQ, 40, T + 3000)
+    assert [(p.label, p.wm, p.max_ts) for p in old.partitions] == [("queue", T + 3000, T + 8000)]
 
 
 @pytest.mark.parametrize("raw", [{"orders": {"0": 12}}, "not json", None, [1, 2]])
@@ -173,7 +179,7 @@ def test_a_source_without_offset_and_a_second_source(tmp_path):
     assert cp.query_id is None
     assert [s.kind for s in cp.batches[0].sources] == [OTHER, JETRABBITMQ]
     b1 = cp.batches[1]
-    assert set(b1.partitions) == {"0/0", "0/1", "0/2", "0/3", "1/queue"}
+    assert set(b1.partitions) == {"0/0", "0/1", "0/2", "0/3", "1/orders"}
     assert b1.watermark == min(kafka_offset(1)["watermark"], T + 1000)
 
 
@@ -314,7 +320,11 @@ def test_listener_reads_w_slowest_idle_and_late_from_a_kafka_progress(as_text):
 
 def test_listener_late_of_a_rabbitmq_batch_is_the_running_count_difference():
     b = batch_progress(json.dumps(_progress(2, as_text=True, rabbit=True)))
-    assert (b.rows, b.late, b.idle, b.slowest) == (77, 3, [], ("queue", 0))
+    assert (b.rows, b.late, b.idle, b.slowest) == (77, 3, [], ("orders", 0))
+    # read through read_rabbitmq_stream: its observed count is the batch's, not added to the offsets'
+    helper = _progress(2, as_text=True, rabbit=True)
+    helper["observedMetrics"] = {"jetrabbitmq": {"records": 9, "lateRecords": 3, "watermark": None}}
+    assert batch_progress(helper).late == 3
 
 
 def test_listener_line_of_a_query_without_jetspark_sources():

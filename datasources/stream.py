@@ -1,0 +1,52 @@
+"""One call to a jetspark source's stream with its watermark applied: the shared part of
+:func:`jetspark.datasources.read_kafka_stream` and :func:`jetspark.datasources.read_rabbitmq_stream`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from jetspark.columns import HEARTBEAT, LATE, WATERMARK
+
+
+def ensure_registered(spark, source: type) -> None:
+    """Register a format unless the session knows it already: PySpark's auto-registration
+    (the ``pyspark_jet*`` modules) usually found it, and registering again makes Spark warn
+    that the data source "replaced a statically registered data source" on every query."""
+    try:
+        known = spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(source.name())
+    except AttributeError:  # Spark Connect: no JVM session in this process
+        known = False
+    if not known:
+        spark.dataSource.register(source)
+
+
+def read_stream(spark, source: type, options: Mapping[str, object], metrics_name: str | None):
+    """``spark.readStream.format(source.name())`` with the options, observed, watermark applied.
+
+    Returns the stream after ``withWatermark("watermark", "0 seconds")``, so Spark's event-time
+    watermark is the source's coalesced watermark W. Heartbeat rows (``heartbeat`` true: W
+    moved without data, or stubs of dropped late records) stay in the stream, because Spark
+    must see their watermark; drop them downstream with ``where(~col("heartbeat"))``
+    (jetspark's windowing does it for you).
+
+    Unless ``metrics_name`` is None, each batch's ``query.lastProgress["observedMetrics"]
+    [metrics_name]`` holds ``records`` (data rows), ``lateRecords`` (late records, dropped or
+    kept) and ``watermark`` (the batch's W). Per-partition watermarks and idle flags are in
+    the source's end offset: ``json.loads(query.lastProgress["sources"][0]["endOffset"])
+    ["partitions"][stream][partition]`` → ``{"maxTs", "wm", "idle", "progressMs"}``.
+    """
+    from pyspark.sql import functions as F
+
+    ensure_registered(spark, source)
+    reader = spark.readStream.format(source.name())
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    df = reader.load()
+    if metrics_name:
+        df = df.observe(
+            metrics_name,
+            F.count_if(~F.col(HEARTBEAT)).alias("records"),
+            F.count_if(F.col(LATE)).alias("lateRecords"),
+            F.max(WATERMARK).alias("watermark"),
+        )
+    return df.withWatermark(WATERMARK, "0 seconds")

@@ -80,7 +80,8 @@ def plain_consumer_rate(bootstrap: str, topic: str, partitions: int, records: in
 def main() -> int:
     args = parser(__doc__).parse_args()
     sys.path.insert(0, str(ROOT))
-    from jetspark.datasources.kafka.source import KafkaDataSource
+    from pyspark_jetkafka import DefaultSource  # the one jetkafka format: source and sink
+
     from jetspark.devtools.maven import SPARK_KAFKA, spark_jars_conf
     from jetspark.devtools.spark import local_session
 
@@ -90,7 +91,7 @@ def main() -> int:
     print(f"plain confluent-kafka consumer (1 Python thread): {ceiling:,.0f} records/s", flush=True)
 
     spark = local_session("bench-jetkafka", conf=spark_jars_conf(SPARK_KAFKA))
-    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(DefaultSource)
     try:
         reader = worker_reader(spark)
         print(f"jetkafka reader in Spark workers: {reader}", flush=True)

@@ -436,7 +436,9 @@ class KafkaBatchReader(DataSourceReader):
 
 
 class KafkaDataSource(DataSource):
-    """The ``jetkafka`` format. A Kafka sink may be added by a subclass (see formats/)."""
+    """The reading half of the ``jetkafka`` format. To register the format yourself, register
+    ``pyspark_jetkafka.DefaultSource`` (source and sink): this class under the name
+    ``jetkafka`` would leave the session without jetkafka's writer."""
 
     @classmethod
     def name(cls) -> str:

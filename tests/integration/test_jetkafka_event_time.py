@@ -10,13 +10,13 @@ import uuid
 import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
+from pyspark_jetkafka import DefaultSource  # the one jetkafka format: source and sink
 
 from jetspark.datasources import read_kafka_stream
 from jetspark.datasources.kafka import native as kafka_native
 from jetspark.datasources.kafka.event_time import EventTimeSpec
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.scan import scan_max_timestamps
-from jetspark.datasources.kafka.source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, produce
 from tests.unit.datasources.kafka.test_event_time import ISO_FORMS
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def jk(spark):
-    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(DefaultSource)
     return spark
 
 

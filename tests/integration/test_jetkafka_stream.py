@@ -9,8 +9,8 @@ import uuid
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
+from pyspark_jetkafka import DefaultSource  # the one jetkafka format: source and sink
 
-from jetspark.datasources.kafka.source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, numbered, produce
 
 pytestmark = pytest.mark.integration
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def jk(spark):
-    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(DefaultSource)
     return spark
 
 

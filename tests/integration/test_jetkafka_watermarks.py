@@ -9,9 +9,9 @@ import uuid
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark_jetkafka import DefaultSource  # the one jetkafka format: source and sink
 
 from jetspark.datasources import read_kafka_stream
-from jetspark.datasources.kafka.source import KafkaDataSource
 from tests.integration.scripts.jetkafka_common import BASE_TS, numbered, produce
 
 pytestmark = pytest.mark.integration
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def jk(spark):
-    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(DefaultSource)
     return spark
 
 

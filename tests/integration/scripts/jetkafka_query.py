@@ -13,15 +13,16 @@ import json
 import os
 import sys
 
+from pyspark_jetkafka import DefaultSource  # the one jetkafka format: source and sink
+
 from jetspark import faults
-from jetspark.datasources.kafka.source import KafkaDataSource
 from jetspark.devtools.spark import local_session
 
 
 def main() -> None:
     bootstrap, topic, checkpoint, out_dir, max_offsets = sys.argv[1:6]
     spark = local_session("jetkafka-kill-test")
-    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(DefaultSource)
     df = (spark.readStream.format("jetkafka")
           .option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
           .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", max_offsets)

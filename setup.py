@@ -3,9 +3,10 @@
 Metadata lives in pyproject.toml; setuptools merges this file's ``ext_modules`` into it.
 Builds with a C compiler and Python's headers only: librdkafka is neither included nor linked
 (datasources/kafka/_rdkafka_api.h declares the part of its API the reader uses); at import the
-extension uses the librdkafka that confluent-kafka bundles (docs/design.md). Without a
-compiler the extension is skipped with one warning (``JETSPARK_REQUIRE_NATIVE=1`` makes that
-an error) and jetkafka reads through confluent-kafka instead, which is slower.
+extension uses the librdkafka that confluent-kafka bundles (docs/design.md, "Native Kafka
+reader: one librdkafka"). Without a compiler the extension is skipped with one warning
+(``JETSPARK_REQUIRE_NATIVE=1`` makes that an error) and jetkafka reads through
+confluent-kafka instead, which is slower.
 """
 
 import os

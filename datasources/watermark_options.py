@@ -27,7 +27,7 @@ IDLE_TIMEOUT = "watermark.idleTimeout"
 ADVANCE_WHEN_IDLE = "watermark.advanceWhenIdle"
 LATE_RECORDS = "watermark.lateRecords"
 OPTIONS = (LAG, IDLE_TIMEOUT, ADVANCE_WHEN_IDLE, LATE_RECORDS)
-DEFAULT_IDLE_TIMEOUT_MS = 60_000
+DEFAULT_IDLE_TIMEOUT_MS = WatermarkPolicy.idle_timeout_ms
 
 _RENAMED = {"lateRecords": LATE_RECORDS}  # jetrabbitmq's former name
 

@@ -44,7 +44,7 @@ class WatermarkPolicy:
     """Configuration of a tracker: how far behind, and when a partition counts as idle."""
 
     lag_ms: int = 0
-    idle_timeout_ms: int = 60_000
+    idle_timeout_ms: int = 60_000  # Jet's; the options' default (watermark_options.py) is this one
     """0 disables idleness: every partition holds the watermark back until it has data."""
     advance_when_idle: bool = False
 

@@ -1,8 +1,8 @@
 """jetspark: Hazelcast Jet's stream-processing ideas on Spark Structured Streaming.
 
 Subpackages: ``jetspark.datasources`` (jetkafka, jetrabbitmq, watermarks),
-``jetspark.sinks`` (jdbc, kafka), ``jetspark.windowing`` (frame windowing) and
-``jetspark.devtools.services`` (local Kafka/PostgreSQL/RabbitMQ for tests and the demo).
+``jetspark.sinks`` (jdbc, kafka), ``jetspark.windowing`` (frame windowing), ``jetspark.inspect``;
+``jetspark.devtools`` is development tooling (local services, the demo, the CLI), not the library.
 """
 
 from jetspark.errors import JetsparkError, OptionError

@@ -117,7 +117,7 @@ def merge(plan: Plan, table: pa.Table) -> Cells:
 
 def take_shared(accs: list, idx: np.ndarray) -> list:
     """``take`` of every accumulator batch; arrays shared between operations (fields
-    stored once, see :class:`.aggregate.Field`) stay shared, and are taken once."""
+    stored once, see :class:`.aggregate_operation.Field`) stay shared, and are taken once."""
     done: dict[int, np.ndarray] = {}
     out = []
     for acc in accs:

@@ -52,7 +52,7 @@ def native_partial_fields(op: AggregateOperation) -> tuple[Column, ...] | None:
     one (key, frame) cell — what stage 1 computes in Python — or None.
 
     Only for operations whose fields Spark computes directly; ``n`` counts the rows whose
-    inputs are all non-null, as :func:`.aggregate.accumulate_rows` does."""
+    inputs are all non-null, as :func:`.kernels.accumulate_rows` does."""
     t = type(op)
     if t is ops.Count:
         return (F.count(F.lit(1)) if not op.inputs else F.count(_number(op.inputs[0])),)

@@ -9,7 +9,7 @@
  *
  * librdkafka is not linked: load(path) dlopen()s the copy confluent-kafka already loaded and
  * resolves the functions of _rdkafka_api.h, so one librdkafka serves the whole process and
- * the build needs only a C compiler and Python's headers (docs/design.md).
+ * the build needs only a C compiler and Python's headers (docs/design.md, "Native Kafka reader: one librdkafka").
  *
  * The Python side is jetspark.datasources.kafka.native.
  */
@@ -357,7 +357,7 @@ static void reader_close(Reader *self) {
 static void Reader_dealloc(Reader *self) {
     /* While the interpreter shuts down, a destroy (which joins librdkafka's threads) must not
      * hold up the process's exit: the consumer is left to the exiting process instead. Readers
-     * should be closed before that (kafka_read closes its pooled ones at exit). */
+     * should be closed before that (consumers.close_pooled_consumers closes the pooled ones at exit). */
     if (self->rk && interpreter_finalizing()) {
         self->rk = NULL;
         self->queue = NULL;

@@ -64,6 +64,7 @@ def test_demo_short_mode_passes_its_check_and_writes_the_report(kafka_bootstrap,
     spark_log = log.read_text()
     assert "jetkafka reader: " in spark_log  # the Python workers' stderr is in the log
     assert "Failed to delete timer" not in spark_log  # a timer is deleted only while registered
+    assert "replaced a statically registered data source" not in spark_log  # registered once
     assert "table equals naive reference over the on-time events: True" in out
     assert "late records dropped by jetspark: 5 (injected: 5)" in out
     builtin = int(re.search(r"by Spark's built-in watermark .* on the same data: (\d+)", out).group(1))

@@ -14,7 +14,9 @@ Event times and watermarks are :data:`TIMESTAMP_TYPE`: microseconds, UTC.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 WATERMARK = "watermark"
 HEARTBEAT = "heartbeat"
@@ -26,3 +28,11 @@ WATERMARK_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
 """The three columns above as Arrow fields, in the order the sources emit them."""
 WATERMARK_DDL = f"{WATERMARK} timestamp, {HEARTBEAT} boolean, {LATE} boolean"
 """The same as Spark DDL."""
+
+
+def blank(array: pa.Array, stub: np.ndarray | pa.Array | None) -> pa.Array:
+    """``array`` with nulls where ``stub`` is true: the payload of a late record's stub row."""
+    if stub is None:
+        return array
+    mask = stub if isinstance(stub, pa.Array | pa.ChunkedArray) else pa.array(stub)
+    return pc.if_else(mask, pa.nulls(len(array), array.type), array)

@@ -19,11 +19,12 @@ from dataclasses import replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.windowing.combine_to_window import merge
 from jetspark.windowing.kernels import accumulate_rows
 from jetspark.windowing.keys import key_codes, pair_groups
 from jetspark.windowing.partials import dump_table, partial_table
-from jetspark.windowing.plan import BUCKET, END, FRAME, START, TS_TYPE, Plan, time_to_us
+from jetspark.windowing.plan import BUCKET, END, FRAME, START, Plan, time_to_us
 from jetspark.windowing.policy import SlidingWindowPolicy
 from jetspark.windowing.sessions import event_sessions
 
@@ -57,7 +58,7 @@ def merge_partials(plan: Plan, table: pa.Table) -> pa.Table:
     return partial_table(plan, cells.keys, cells.pos, cells.accs)
 
 
-WATERMARK = "__wm"
+CARRIED_WM = "__wm"  # the input rows' event-time watermark, carried to stage 2 (not the sources' column)
 BLOB = "__blob"
 
 
@@ -67,7 +68,7 @@ def _packed_rows(
     """One row per bucket: (blob of its partial rows, bucket, watermark)."""
     for b in pc.unique(buckets).to_pylist():
         blob = dump_table(table.filter(pc.equal(buckets, b)), compress=False)  # the shuffle compresses
-        yield pa.RecordBatch.from_pylist([{BLOB: blob, BUCKET: b, WATERMARK: wm}], schema=schema)
+        yield pa.RecordBatch.from_pylist([{BLOB: blob, BUCKET: b, CARRIED_WM: wm}], schema=schema)
 
 
 def stage1_function(
@@ -135,13 +136,13 @@ def stage1_function(
         if wm is None:
             return
         if out is None:
-            yield pa.RecordBatch.from_pylist([{WATERMARK: wm}], schema=output_schema)
+            yield pa.RecordBatch.from_pylist([{CARRIED_WM: wm}], schema=output_schema)
             return
         if bucket_column is not None:
             buckets = out.column(bucket_column)
             yield from _packed_rows(out.drop_columns([bucket_column]), buckets, wm, output_schema)
             return
-        out = out.append_column(WATERMARK, pa.array([wm] * out.num_rows, TS_TYPE))
+        out = out.append_column(CARRIED_WM, pa.array([wm] * out.num_rows, TIMESTAMP_TYPE))
         if output_schema is not None:
             out = out.cast(output_schema)
         yield from out.to_batches(max_chunksize=1 << 16)

@@ -44,13 +44,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from jetspark.columns import HEARTBEAT
-from jetspark.windowing.accumulate_by_frame import BLOB, WATERMARK, stage1_function
+from jetspark.columns import HEARTBEAT, TIMESTAMP_TYPE
+from jetspark.windowing.accumulate_by_frame import BLOB, CARRIED_WM, stage1_function
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
 from jetspark.windowing.combine_to_window import WINDOW_END, WINDOW_START, output_schema_fields, step
 from jetspark.windowing.definitions import WindowDefinition
 from jetspark.windowing.native import native_partial_fields, native_result
-from jetspark.windowing.plan import BUCKET, FRAME, TS_TYPE, Plan
+from jetspark.windowing.plan import BUCKET, FRAME, Plan
 from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
 
 _DELAY_KEY = "spark.watermarkDelayMs"
@@ -117,7 +117,7 @@ def window_aggregate(
             src_cols.append(extra)
     # The watermark column keeps Spark's event-time marker, so the stateful operator
     # below sees that the query has a watermark (Spark forbids defining a second one).
-    wm_field = StructField(WATERMARK, TimestampType(), True, {_DELAY_KEY: delay_ms})
+    wm_field = StructField(CARRIED_WM, TimestampType(), True, {_DELAY_KEY: delay_ms})
     # stage 1 hands stage 2 one row per (input partition, bucket): the bucket's partial
     # table as Arrow IPC bytes (see .accumulate_by_frame)
     packed_schema = StructType(
@@ -126,7 +126,7 @@ def window_aggregate(
     stage2_schema = pa.schema(
         [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True) for f in partial_fields]
     )
-    arrow_packed = pa.schema([(BLOB, pa.binary()), (BUCKET, pa.int64()), (WATERMARK, TS_TYPE)])
+    arrow_packed = pa.schema([(BLOB, pa.binary()), (BUCKET, pa.int64()), (CARRIED_WM, TIMESTAMP_TYPE)])
     stage1 = stage1_function(plan, wm_col, heartbeat, arrow_packed, bucket_column=BUCKET)
     bucket = F.pmod(F.xxhash64(*plan.keys), F.lit(buckets))
     # rows with a null event time are counted here and dropped by stage 1 (after it has

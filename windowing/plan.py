@@ -26,7 +26,6 @@ START = "__start"
 END = "__end"
 BUCKET = "__bucket"
 
-TS_TYPE = TIMESTAMP_TYPE
 
 
 @dataclass(frozen=True)
@@ -157,4 +156,4 @@ def time_to_us(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def us_to_ts(us: np.ndarray) -> pa.Array:
-    return pa.array(us.astype(np.int64), type=pa.int64()).cast(TS_TYPE)
+    return pa.array(us.astype(np.int64), type=pa.int64()).cast(TIMESTAMP_TYPE)

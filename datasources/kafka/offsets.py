@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from jetspark.datasources.watermarks import TrackerState, partition_key, split_key
+from jetspark.datasources.watermarks import TrackerState, partition_key
 
 TopicPartition = tuple[str, int]
 
@@ -33,9 +33,6 @@ TopicPartition = tuple[str, int]
 def tp_key(tp: TopicPartition) -> str:
     """Tracker key of a topic-partition."""
     return partition_key(*tp)
-
-
-key_tp = split_key
 
 
 def _nest(values: Mapping[TopicPartition, object]) -> dict[str, dict[str, object]]:

@@ -19,12 +19,12 @@ from itertools import chain
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from confluent_kafka import Consumer, Message
 from confluent_kafka import KafkaError as KError
 from confluent_kafka import TopicPartition as KTopicPartition
 
 from jetspark import faults
+from jetspark.columns import TIMESTAMP_TYPE, blank
 from jetspark.datasources.kafka.consumers import (
     DATA_LOSS_CODES,
     WAIT_S,
@@ -36,7 +36,7 @@ from jetspark.datasources.kafka.consumers import (
 )
 from jetspark.datasources.kafka.event_time import EventTimeSpec, event_times
 from jetspark.datasources.kafka.native import HEADERS_TYPE, NativeConsumer
-from jetspark.datasources.kafka.schema import TS_TYPE, arrow_schema, heartbeat_batch, to_us
+from jetspark.datasources.kafka.schema import arrow_schema, heartbeat_batch, to_us
 from jetspark.datasources.watermarks import late_mask
 from jetspark.errors import JetsparkError
 
@@ -99,7 +99,7 @@ def _read(consumer: Consumer, settings: ReadSettings, rng: RangeSpec) -> Iterato
     pos = rng.start
     consumer.assign([KTopicPartition(rng.topic, rng.partition, pos)])
     running = rng.start_max_ts
-    wm_scalar = pa.scalar(to_us(rng.watermark), TS_TYPE)
+    wm_scalar = pa.scalar(to_us(rng.watermark), TIMESTAMP_TYPE)
     waited = Patience(settings.poll_timeout_ms)
     while pos < rng.end:
         # consume() returns when it has n messages or after its timeout: short waits, so gaps
@@ -147,7 +147,7 @@ def _read_native(consumer: NativeConsumer, settings: ReadSettings,
     pos = rng.start
     consumer.assign(rng.topic, rng.partition, pos)
     running = rng.start_max_ts
-    wm_scalar = pa.scalar(to_us(rng.watermark), TS_TYPE)
+    wm_scalar = pa.scalar(to_us(rng.watermark), TIMESTAMP_TYPE)
     waited = Patience(settings.poll_timeout_ms)
     while pos < rng.end:
         chunk = consumer.read(min(settings.chunk_rows, rng.end - pos), rng.end, int(WAIT_S * 1000),
@@ -162,8 +162,8 @@ def _read_native(consumer: NativeConsumer, settings: ReadSettings,
             event_col, ts = _event_times(settings, rng, chunk.values, chunk.timestamps, chunk.offsets)
             late, running = _late(ts, settings, rng, running)
             stub = _stub(late, settings)
-            headers = None if chunk.headers is None else _blank(chunk.headers, stub)
-            yield _assemble(settings, rng, wm_scalar, _blank(chunk.keys, stub), _blank(chunk.values, stub),
+            headers = None if chunk.headers is None else blank(chunk.headers, stub)
+            yield _assemble(settings, rng, wm_scalar, blank(chunk.keys, stub), blank(chunk.values, stub),
                             headers, chunk.offsets, chunk.timestamps, chunk.timestamp_types, late, stub,
                             event_col)
             faults.point("jetkafka.read_chunk")
@@ -214,7 +214,7 @@ def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int |
     late, running = _late(event_ts, settings, rng, running)
     stub = _stub(late, settings)
     keys = pa.array(list(map(Message.key, msgs)), pa.binary(), mask=stub)
-    values = _blank(values, stub)
+    values = blank(values, stub)
     headers = None
     if settings.include_headers:
         headers = pa.array([None if h is None else [{"key": k, "value": v} for k, v in h]
@@ -248,10 +248,6 @@ def _stub(late: np.ndarray, settings: ReadSettings) -> np.ndarray | None:
     return late if (not settings.keep_late and late.any()) else None
 
 
-def _blank(array: pa.Array, stub: np.ndarray | None) -> pa.Array:
-    return array if stub is None else pc.if_else(pa.array(stub), pa.nulls(len(array), array.type), array)
-
-
 def _assemble(settings: ReadSettings, rng: RangeSpec, wm_scalar: pa.Scalar, keys: pa.Array, values: pa.Array,
               headers: pa.Array | None, offsets: np.ndarray, ts_ms: np.ndarray, types: np.ndarray,
               late: np.ndarray, stub: np.ndarray | None, event_col: pa.Array | None = None) -> pa.RecordBatch:
@@ -261,7 +257,7 @@ def _assemble(settings: ReadSettings, rng: RangeSpec, wm_scalar: pa.Scalar, keys
         keys, values,
         pa.repeat(rng.topic, n), pa.repeat(pa.scalar(rng.partition, pa.int32()), n),
         pa.array(offsets, pa.int64()),
-        pa.array(ts_ms * 1000, TS_TYPE),
+        pa.array(ts_ms * 1000, TIMESTAMP_TYPE),
         pa.array(types, pa.int32()),
     ]
     if settings.include_headers:

@@ -10,10 +10,9 @@ import pyarrow as pa
 from jetspark.columns import HEARTBEAT, LATE, TIMESTAMP_TYPE, WATERMARK, WATERMARK_DDL, WATERMARK_FIELDS
 from jetspark.datasources.kafka.native import HEADERS_TYPE
 
-TS_TYPE = TIMESTAMP_TYPE
 _BASE_FIELDS = [
     ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
-    ("offset", pa.int64()), ("timestamp", TS_TYPE), ("timestampType", pa.int32()),
+    ("offset", pa.int64()), ("timestamp", TIMESTAMP_TYPE), ("timestampType", pa.int32()),
 ]
 
 
@@ -22,7 +21,10 @@ def arrow_schema(include_headers: bool, event_time: bool = False) -> pa.Schema:
     fields = list(_BASE_FIELDS)
     if include_headers:
         fields.append(("headers", HEADERS_TYPE))
-    return pa.schema(fields + list(WATERMARK_FIELDS) + ([("eventTime", TS_TYPE)] if event_time else []))
+    fields += WATERMARK_FIELDS
+    if event_time:
+        fields.append(("eventTime", TIMESTAMP_TYPE))
+    return pa.schema(fields)
 
 
 def spark_schema(include_headers: bool, event_time: bool = False) -> str:
@@ -40,7 +42,7 @@ def heartbeat_batch(include_headers: bool, watermark: int | None, event_time: bo
     """One row without payload: ``heartbeat`` true, carrying W so Spark sees it advance."""
     schema = arrow_schema(include_headers, event_time)
     arrays = [pa.nulls(1, f.type) for f in schema]
-    arrays[schema.get_field_index(WATERMARK)] = pa.array([to_us(watermark)], TS_TYPE)
+    arrays[schema.get_field_index(WATERMARK)] = pa.array([to_us(watermark)], TIMESTAMP_TYPE)
     arrays[schema.get_field_index(HEARTBEAT)] = pa.array([True])
     arrays[schema.get_field_index(LATE)] = pa.array([False])
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -44,7 +44,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from jetspark import faults
-from jetspark.columns import HEARTBEAT, LATE, TIMESTAMP_TYPE, WATERMARK, WATERMARK_DDL
+from jetspark.columns import HEARTBEAT, LATE, TIMESTAMP_TYPE, WATERMARK, WATERMARK_DDL, blank
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
 from jetspark.datasources.rabbitmq.wal import WalRange, WriteAheadLog
 from jetspark.datasources.rabbitmq.watermark import state_of
@@ -82,9 +82,7 @@ def read_partition(p: WalPartition):
             continue
         late = rb.column(LATE)
         stub = None if p.keep_late or not pc.any(late).as_py() else late
-        arrays = [rb.column(c) if stub is None or c in _KEPT_IN_STUBS
-                  else pc.if_else(stub, pa.nulls(rb.num_rows, rb.column(c).type), rb.column(c))
-                  for c in _OUT_COLUMNS]
+        arrays = [rb.column(c) if c in _KEPT_IN_STUBS else blank(rb.column(c), stub) for c in _OUT_COLUMNS]
         heartbeat = pa.repeat(pa.scalar(False), rb.num_rows) if stub is None else stub
         arrays += [pa.repeat(wm, rb.num_rows), heartbeat, late]
         yield pa.RecordBatch.from_arrays(arrays, names)

@@ -18,7 +18,6 @@ import numpy as np
 
 from jetspark.datasources.watermarks import (
     Clock,
-    PartitionMark,
     Progress,
     TrackerState,
     WatermarkPolicy,
@@ -29,16 +28,21 @@ from jetspark.datasources.watermarks import (
 )
 
 
-def state_of(offset: Mapping | None, queue: str) -> TrackerState:
-    """The tracker state in a jetrabbitmq offset; also the shape of offsets written before the
-    sources shared one (``"watermark": {"watermark": W, "partitions": {"queue": mark}}``)."""
+def watermark_part(offset: Mapping | None, queue: str) -> dict:
+    """A jetrabbitmq offset's ``watermark`` and ``partitions`` in the shape both sources write,
+    also from offsets written before they shared one (``"watermark": {"watermark": W,
+    "partitions": {"queue": mark}}``, whose one mark becomes ``queue``'s partition 0)."""
     offset = offset or {}
     nested = offset.get("watermark")
     if isinstance(nested, Mapping):
-        marks = {partition_key(queue, 0): PartitionMark.from_json(m)
-                 for m in (nested.get("partitions") or {}).values()}
-        return TrackerState(marks, nested.get("watermark"))
-    return TrackerState.from_json(offset)
+        marks = list((nested.get("partitions") or {}).values())
+        return {"watermark": nested.get("watermark"), "partitions": {queue: {"0": marks[0]}} if marks else {}}
+    return {"watermark": nested, "partitions": offset.get("partitions") or {}}
+
+
+def state_of(offset: Mapping | None, queue: str) -> TrackerState:
+    """The tracker state in a jetrabbitmq offset (either shape, see :func:`watermark_part`)."""
+    return TrackerState.from_json(watermark_part(offset, queue))
 
 
 class QueueWatermark:

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from jetspark.datasources.rabbitmq.watermark import watermark_part
 from jetspark.errors import JetsparkError
 
 JETKAFKA, JETRABBITMQ, OTHER = "jetkafka", "jetrabbitmq", "other"
@@ -160,15 +161,11 @@ def parse_source_offset(index: int, data: object) -> SourceOffset:
                 parts.append(_mark(label, topic, p, (marks.get(topic) or {}).get(str(p)) or {}, _int(nxt)))
         return SourceOffset(index, JETKAFKA, _int(data.get("watermark")), tuple(parts), raw=data)
     if "seq" in data:
-        state = data.get("watermark")
-        if isinstance(state, Mapping):  # written before both sources shared one shape
-            parts = tuple(_mark(k, None, None, v) for k, v in sorted((state.get("partitions") or {}).items()))
-            watermark = state.get("watermark")
-        else:  # {"partitions": {queue: {"0": mark}}}, as jetkafka's
-            queues = sorted((data.get("partitions") or {}).items())
-            parts = tuple(_mark(queue, queue, int(p), v)
-                          for queue, marks in queues for p, v in sorted(marks.items()))
-            watermark = state
+        part = watermark_part(data, "queue")  # an offset of the older shape names no queue
+        queues = sorted(part["partitions"].items())
+        parts = tuple(_mark(queue, queue, int(p), v)
+                      for queue, marks in queues for p, v in sorted(marks.items()))
+        watermark = part["watermark"]
         counts = {k: int(v) for k, v in (data.get("counts") or {}).items()}
         return SourceOffset(index, JETRABBITMQ, _int(watermark), parts, seq=_int(data["seq"]),
                             epoch=_int(data.get("epoch")), counts=counts, raw=data)

@@ -68,7 +68,8 @@ def empty_output(plan: Plan, key_types: dict[str, pa.DataType]) -> pa.Table:
 
 @dataclass
 class Cells:
-    """Merged partial rows: unique (key, frame) cells or disjoint sessions, sorted by key."""
+    """Merged partial rows: unique (key, frame) cells (in no particular order) or disjoint
+    sessions (sorted by key)."""
 
     keys: pa.Table
     kc: np.ndarray
@@ -105,29 +106,10 @@ def merge(plan: Plan, table: pa.Table) -> Cells:
         return Cells(keys.take(src), ckc, {START: s, END: e}, merged)
     frame = table.column(FRAME).to_numpy()
     gid, ng, first = pair_groups(kc, frame)
-    if ng != len(gid):
-        accs = [reduce_groups(op, a, gid, ng) for op, a in zip(plan.ops, accs, strict=True)]
-        kc, frame = kc[first], frame[first]
-    else:  # already one row per (key, frame): e.g. Spark aggregated them (static queries)
-        first = None
-    order = np.lexsort((frame, kc))
-    rows = order if first is None else first[order]
-    return Cells(keys.take(rows), kc[order], {FRAME: frame[order]}, take_shared(accs, order))
-
-
-def take_shared(accs: list, idx: np.ndarray) -> list:
-    """``take`` of every accumulator batch; arrays shared between operations (fields
-    stored once, see :class:`.aggregate_operation.Field`) stay shared, and are taken once."""
-    done: dict[int, np.ndarray] = {}
-    out = []
-    for acc in accs:
-        cols = []
-        for c in acc:
-            if id(c) not in done:
-                done[id(c)] = c[idx]
-            cols.append(done[id(c)])
-        out.append(tuple(cols))
-    return out
+    if ng == len(gid):  # already one row per (key, frame): e.g. Spark aggregated them (static queries)
+        return Cells(keys, kc, {FRAME: frame}, accs)
+    accs = [reduce_groups(op, a, gid, ng) for op, a in zip(plan.ops, accs, strict=True)]
+    return Cells(keys.take(first), kc[first], {FRAME: frame[first]}, accs)
 
 
 def emit(plan: Plan, cells: Cells, emitted_us: int | None, watermark_us: int | None) -> pa.Table:

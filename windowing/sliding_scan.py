@@ -1,12 +1,20 @@
 """Vectorized combination of frames into sliding windows, across many keys at once.
 
-Input: unique (key code, frame) cells sorted by key then frame, one accumulator batch
-per operation. The cells of a key are cut into *segments* wherever ``k`` or more frames
-lie between two cells (no window spans such a gap). Each segment is laid out on a dense
-grid (``k - 1`` empty frames before and after, length rounded up to a multiple of
-``k``). Then, per operation:
+Input: unique (key code, frame) cells in any order, one accumulator batch per
+operation. The cells are laid out on a grid of rows, one per key or per stretch of a key
+(:class:`GridLayout`), with at least ``k - 1`` empty frames before and after the cells of
+a row and row lengths multiple of ``k``:
 
-* with ``deduct``: prefix combination P over each segment, window = deduct(P[end],
+* *dense* — one row per key code, all rows as long as the frames span: no sorting, a
+  cell's place is arithmetic. Chosen when that grid is at most a few times the number of
+  cells (many events per key and frame range, the usual case);
+* *segments* — cells sorted by key and frame, cut wherever ``k`` or more frames lie
+  between two cells (no window spans such a gap), each segment its own row: the grid
+  stays proportional to the cells for sparse keys.
+
+Then, per operation:
+
+* with ``deduct``: prefix combination P over each row, window = deduct(P[end],
   P[start - 1]) — Jet's "previous − trailing frame + leading frame", telescoped;
 * without: van Herk/Gil-Werman — prefix and suffix combinations inside blocks of ``k``
   frames, window = combine(suffix[start], prefix[end]): three combines per window,
@@ -22,6 +30,9 @@ import numpy as np
 from jetspark.windowing.aggregate_operation import Acc, AggregateOperation
 from jetspark.windowing.kernels import block_scans, segmented_prefix, select, take
 
+#: The dense layout is used while its grid has at most this many slots per cell.
+DENSE_SLOTS_PER_CELL = 4
+
 
 @dataclass
 class Windows:
@@ -30,6 +41,85 @@ class Windows:
     cell: np.ndarray
     last_frame: np.ndarray
     accs: list[Acc]
+
+
+@dataclass
+class GridLayout:
+    """Where cells and windows sit on the grid.
+
+    ``pos``: grid slot of each cell; ``total``: grid length (a multiple of ``k``);
+    ``row_start``: first slot of every row; per window: ``cell`` (a cell of its key),
+    ``last_frame``, ``first`` (slot of its first frame) and ``row`` (first slot of its row).
+    """
+
+    pos: np.ndarray
+    total: int
+    row_start: np.ndarray
+    cell: np.ndarray
+    last_frame: np.ndarray
+    first: np.ndarray
+    row: np.ndarray
+
+    @staticmethod
+    def dense(
+        kc: np.ndarray, frame: np.ndarray, k: int, jlo: int | None, jhi: int | None, *, limit: bool = True
+    ) -> GridLayout | None:
+        """One row per key code; None when ``limit`` and the grid would have more than
+        ``DENSE_SLOTS_PER_CELL`` slots per cell (counting a window's padding as cells)."""
+        n = len(frame)
+        keys = int(kc.max()) + 1
+        fmin, fmax = int(frame.min()), int(frame.max())
+        width = -(-(fmax - fmin + 1 + 2 * (k - 1)) // k) * k
+        total = keys * width
+        if limit and total > DENSE_SLOTS_PER_CELL * (n + 2 * k):
+            return None
+        pos = kc * width + (frame - fmin + k - 1)
+        # windows j = fmin … fmax + k - 1 of every row; the first frame of j is at column j - fmin
+        lo = 0 if jlo is None else max(0, jlo - fmin)
+        hi = fmax + k - 1 - fmin if jhi is None else min(fmax + k - 1, jhi) - fmin
+        row = np.arange(keys, dtype=np.int64) * width
+        first = (row[:, None] + np.arange(lo, hi + 1, dtype=np.int64)[None, :]).ravel()
+        occupied = np.zeros(total + 1, np.int32)
+        occupied[pos + 1] = 1
+        np.cumsum(occupied, out=occupied)
+        first = first[occupied[first + k] > occupied[first]]  # non-empty windows only
+        rep = np.zeros(keys, np.int64)
+        rep[kc] = np.arange(n)  # any cell of the key stands for it
+        row_of = first // width
+        return GridLayout(
+            pos, total, row, rep[row_of], fmin + first - row_of * width, first, row_of * width
+        )
+
+    @staticmethod
+    def segments(kc: np.ndarray, frame: np.ndarray, k: int, jlo: int | None, jhi: int | None) -> GridLayout:
+        """One row per run of a key's cells without a gap of ``k`` frames."""
+        n = len(frame)
+        order = np.lexsort((frame, kc))
+        skc, sframe = kc[order], frame[order]
+        new_seg = np.r_[True, (skc[1:] != skc[:-1]) | (np.diff(sframe) >= k)]
+        starts = np.flatnonzero(new_seg)
+        seg_id = np.cumsum(new_seg) - 1
+        ends = np.r_[starts[1:] - 1, n - 1]
+        a, b = sframe[starts], sframe[ends]
+        length = (b - a + 1) + 2 * (k - 1)
+        length = -(-length // k) * k
+        grid0 = np.r_[0, np.cumsum(length)[:-1]]
+        pos = np.empty(n, np.int64)
+        pos[order] = grid0[seg_id] + (sframe - a[seg_id] + k - 1)
+
+        nw = b - a + k  # windows j = a … b + k - 1 of each segment
+        wseg = np.repeat(np.arange(len(starts)), nw)
+        jrel = np.arange(int(nw.sum())) - np.repeat(np.cumsum(nw) - nw, nw)
+        j = a[wseg] + jrel
+        keep = np.ones(len(j), dtype=bool)
+        if jlo is not None:
+            keep &= j >= jlo
+        if jhi is not None:
+            keep &= j <= jhi
+        if not keep.all():
+            wseg, jrel, j = wseg[keep], jrel[keep], j[keep]
+        row = grid0[wseg]
+        return GridLayout(pos, int(length.sum()), grid0, order[starts[wseg]], j, row + jrel, row)
 
 
 def sliding_windows(
@@ -41,8 +131,12 @@ def sliding_windows(
     jlo: int | None = None,
     jhi: int | None = None,
     use_deduct: bool = True,
+    layout: str = "auto",
 ) -> Windows:
-    """All non-empty windows ``j`` with ``jlo <= j <= jhi`` (None = unbounded)."""
+    """All non-empty windows ``j`` with ``jlo <= j <= jhi`` (None = unbounded).
+
+    ``layout``: ``"auto"`` (dense when it fits, see :class:`GridLayout`), ``"dense"`` or
+    ``"segments"`` (both give the same windows; forcing one is for tests)."""
     n = len(frame)
     cells = np.arange(n)
     if jlo is not None or jhi is not None:
@@ -60,32 +154,19 @@ def sliding_windows(
         return Windows(np.zeros(0, np.int64), np.zeros(0, np.int64), [op.create(0) for op in ops])
     if k == 1:
         return Windows(cells, frame, accs)
+    grid = None
+    if layout != "segments":
+        grid = GridLayout.dense(kc, frame, k, jlo, jhi, limit=layout == "auto")
+    if grid is None:
+        grid = GridLayout.segments(kc, frame, k, jlo, jhi)
+    return Windows(cells[grid.cell], grid.last_frame, _window_accs(ops, accs, grid, k, use_deduct))
 
-    new_seg = np.r_[True, (kc[1:] != kc[:-1]) | (np.diff(frame) >= k)]
-    starts = np.flatnonzero(new_seg)
-    seg_id = np.cumsum(new_seg) - 1
-    ends = np.r_[starts[1:] - 1, n - 1]
-    a, b = frame[starts], frame[ends]
-    length = (b - a + 1) + 2 * (k - 1)
-    length = -(-length // k) * k
-    grid0 = np.r_[0, np.cumsum(length)[:-1]]
-    total = int(length.sum())
-    pos = grid0[seg_id] + (frame - a[seg_id] + k - 1)
 
-    nw = b - a + k  # windows j = a … b + k - 1 of each segment
-    wseg = np.repeat(np.arange(len(starts)), nw)
-    jrel = np.arange(int(nw.sum())) - np.repeat(np.cumsum(nw) - nw, nw)
-    j = a[wseg] + jrel
-    keep = np.ones(len(j), dtype=bool)
-    if jlo is not None:
-        keep &= j >= jlo
-    if jhi is not None:
-        keep &= j <= jhi
-    if not keep.all():
-        wseg, jrel, j = wseg[keep], jrel[keep], j[keep]
-    i = grid0[wseg] + jrel  # grid position of the window's first frame
+def _window_accs(
+    ops: tuple[AggregateOperation, ...], accs: list[Acc], grid: GridLayout, k: int, use_deduct: bool
+) -> list[Acc]:
+    i = grid.first
     e = i + k - 1
-
     out = []
     seg_flags = None
     done: dict[tuple[int, str], np.ndarray] = {}  # shared columns are scanned once
@@ -97,29 +178,25 @@ def sliding_windows(
                 key = (id(col), uf.__name__)  # same window values with or without deduct
                 if key not in done:
                     identity = op.create(1)[f][0]
-                    done[key] = _ufunc_windows(uf, col, identity, pos, total, i, k, deducts)
+                    done[key] = _ufunc_windows(uf, col, identity, grid.pos, grid.total, i, k, deducts)
                 res.append(done[key])
             out.append(tuple(res))
             continue
-        grid = op.create(total)
-        for g, col in zip(grid, acc, strict=True):
-            g[pos] = col
+        cells = op.create(grid.total)
+        for g, col in zip(cells, acc, strict=True):
+            g[grid.pos] = col
         if use_deduct and op.has_deduct:
             if seg_flags is None:
-                seg_flags = np.zeros(total, dtype=bool)
-                seg_flags[grid0] = True
-            p = segmented_prefix(op, grid, seg_flags)
-            has_lo = i > grid0[wseg]
-            lo = select(has_lo, take(p, np.maximum(i - 1, 0)), op.create(len(i)))
+                seg_flags = np.zeros(grid.total, dtype=bool)
+                seg_flags[grid.row_start] = True
+            p = segmented_prefix(op, cells, seg_flags)
+            lo = select(i > grid.row, take(p, np.maximum(i - 1, 0)), op.create(len(i)))
             out.append(op.deduct(take(p, e), lo))
         else:
-            pre, suf = block_scans(op, grid, k)
+            pre, suf = block_scans(op, cells, k)
             hi = take(pre, e)
-            aligned = i % k == 0
-            out.append(select(aligned, hi, op.combine(take(suf, i), hi)))
-    return Windows(cells[starts[wseg]], j, out)
-
-
+            out.append(select(i % k == 0, hi, op.combine(take(suf, i), hi)))
+    return out
 def _ufunc_windows(
     uf: np.ufunc,
     col: np.ndarray,

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from jetspark.windowing import ops, session, sliding
 from jetspark.windowing.accumulate_by_frame import accumulate_events, merge_partials
-from jetspark.windowing.combine_to_window import step
-from jetspark.windowing.plan import Plan
+from jetspark.windowing.combine_to_window import merge, step
+from jetspark.windowing.plan import FRAME, Plan
 from jetspark.windowing.reference import reference_windows
+from jetspark.windowing.sliding_scan import sliding_windows
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 SEC = 1_000_000
@@ -163,6 +164,35 @@ def test_with_and_without_deduct_agree(evs, window) -> None:
     r1 = _rows(step(p1, None, _stage1(p1, evs, 2), None, None).output)
     r2 = _rows(step(p2, None, _stage1(p2, evs, 2), None, None).output)
     assert_matches(r1, {w: {k: v for k, v in r.items()} for w, r in r2.items()})
+
+
+def _windows_by_layout(plan: Plan, cells, layout: str, jlo, jhi) -> dict:
+    k = plan.window.frames_per_window
+    frames = cells.pos[FRAME]
+    wins = sliding_windows(plan.ops, cells.accs, cells.kc, frames, k, jlo, jhi, plan.use_deduct, layout)
+    keys = cells.keys.column("k").take(pa.array(wins.cell)).to_pylist()
+    results = {name: col.to_pylist() for name, col in plan.results_to_columns(wins.accs).items()}
+    out = {}
+    for i, w in enumerate(zip(keys, wins.last_frame.tolist(), strict=True)):
+        assert w not in out, f"window emitted twice: {w}"
+        out[w] = {name: col[i] for name, col in results.items()}
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    evs=events,
+    slide=st.integers(1, 7),
+    k=st.integers(2, 6),
+    bounds=st.tuples(st.none() | st.integers(-5, 130), st.none() | st.integers(-5, 130)),
+    deduct=st.booleans(),
+)
+def test_dense_and_segment_layouts_give_the_same_windows(evs, slide, k, bounds, deduct) -> None:
+    plan = Plan.build("k", "ts", sliding(slide * k * 1000, slide * 1000), AGGS, use_deduct=deduct)
+    cells = merge(plan, _stage1(plan, evs, 2))
+    jlo, jhi = bounds
+    dense = _windows_by_layout(plan, cells, "dense", jlo, jhi)
+    assert_matches(dense, _windows_by_layout(plan, cells, "segments", jlo, jhi))
 
 
 def test_state_stays_bounded_over_a_long_stream() -> None:

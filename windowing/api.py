@@ -162,8 +162,9 @@ def window_aggregate_stages(
     """The static query of :func:`window_aggregate` cut after each stage, for measuring
     where its time goes (``bench/bench_windowing.py``): an ordered mapping from stage name
     to a DataFrame computing the query up to and including that stage. ``"input"`` hands
-    the input rows over (to Python when stage 1 runs there); ``"stage2"`` computes every
-    window but drops it; the last entry, ``"output"``, is the query itself."""
+    the input rows over (to Python when stage 1 runs there); ``"to_python"`` (when Spark
+    computes the cells) hands the cells to Python and drops them; ``"stage2"`` computes
+    every window but drops it; the last entry, ``"output"``, is the query itself."""
     if df.isStreaming:
         raise AggregateError("window_aggregate_stages takes a static DataFrame")
     plan, heartbeat, partial_fields, out_schema = _prepare(df, key, time, window, aggs, deduct, engine)
@@ -249,6 +250,7 @@ def _batch_stages(
             stages["input"] = df.select(*src_cols)
             stages["shuffle"] = shuffled
             stages["stage1"] = cells
+            stages["to_python"] = cells.mapInArrow(_drain, _DRAIN_SCHEMA)
             stages["stage2"] = cells.mapInArrow(_batch_stage2(plan, emit=False), out_schema)
             stages["output"] = cells.mapInArrow(_batch_stage2(plan), out_schema)
             return stages

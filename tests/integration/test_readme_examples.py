@@ -118,7 +118,7 @@ SETUPS: dict[str, Callable[[Context], dict[str, str]]] = {
     "kafka-batch": produce_positions,
     "kafka-sink": positions_and_speeding,
     "rabbitmq-source": publish_orders,
-    "jdbc-idempotent": nothing,
+    "jdbc-upsert": nothing,
     "windowing": nothing,
     "windowing-custom": nothing,
 }

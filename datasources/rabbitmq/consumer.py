@@ -1,4 +1,4 @@
-"""Driver-side consumption of one RabbitMQ queue with manual acks (pika, blocking API).
+"""Driver-side consumption of one RabbitMQ queue with manual acks (:mod:`.amqp`'s lean client).
 
 * Deliveries are pushed by the broker (``basic_consume``) up to ``prefetch`` unacked ones
   and buffered here until a batch takes them.
@@ -6,8 +6,8 @@
   a new generation; the broker requeues what the old channel held, so acks for an older
   generation are skipped (a tag is only valid on its own channel) and the redeliveries
   are deduplicated by the source.
-* pika's blocking connection answers heartbeats and reads deliveries only while it is
-  called. The driver's reader sits idle between Spark's calls (while the batch runs on the
+* The connection answers heartbeats and reads deliveries only while it is called. The
+  driver's reader sits idle between Spark's calls (while the batch runs on the
   executors), so a daemon thread, the *pump*, services the connection in short slices
   under the same lock as every other use: heartbeats are answered and deliveries are read
   ahead into the buffer, up to the prefetch window, so decoding overlaps the batch. The
@@ -25,10 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import pika
-import pika.exceptions
-
 from jetspark import faults
+from jetspark.datasources.rabbitmq.amqp import AmqpError, ChannelClosed, Connection, Properties
 from jetspark.errors import JetsparkError
 
 log = logging.getLogger(__name__)
@@ -36,7 +34,7 @@ log = logging.getLogger(__name__)
 KEEPALIVE_INTERVAL_S = 1.0
 PUMP_SLICE_S = 0.02
 """How long the pump holds the connection (and the lock) at a time."""
-_CONNECTION_ERRORS = (pika.exceptions.AMQPError, OSError)
+_CONNECTION_ERRORS = (AmqpError, OSError)
 
 
 class QueueError(JetsparkError):
@@ -48,7 +46,7 @@ class Delivery:
     generation: int
     tag: int
     body: bytes
-    properties: pika.BasicProperties
+    properties: Properties
     routing_key: str
     exchange: str
     redelivered: bool
@@ -68,8 +66,7 @@ class QueueConsumer:
         self.display_url = display_url or url
         self.generation = 0
         self.reconnects = 0
-        self._conn: pika.BlockingConnection | None = None
-        self._channel = None
+        self._conn: Connection | None = None
         self._buffer: deque[Delivery] = deque()
         self._unacked: set[int] = set()
         self._lock = threading.RLock()
@@ -81,14 +78,14 @@ class QueueConsumer:
     # -- connection ---------------------------------------------------------------------
     @property
     def is_open(self) -> bool:
-        return bool(self._conn and self._conn.is_open and self._channel and self._channel.is_open)
+        return bool(self._conn and self._conn.is_open)
 
     def ensure_open(self) -> None:
         """Service the connection; reconnect (new generation) when it is gone."""
         with self._held():
             if self.is_open:
                 try:
-                    self._conn.process_data_events(time_limit=0)
+                    self._conn.process(0)
                     return
                 except _CONNECTION_ERRORS as e:
                     log.warning("jetrabbitmq: connection to %s lost: %s", self.display_url, e)
@@ -120,14 +117,14 @@ class QueueConsumer:
                                                daemon=True)
             self._keepalive.start()
 
-    def _open_channel(self) -> tuple[pika.BlockingConnection, object, int]:
-        """A new connection and channel on the queue, with the queue's ready count."""
-        conn = pika.BlockingConnection(pika.URLParameters(self.url))
+    def _open_channel(self) -> tuple[Connection, int]:
+        """A new connection (and channel) on the queue, with the queue's ready count."""
+        conn = Connection(self.url)
         try:
-            channel = conn.channel()
+            conn.open()
             try:
-                ready = channel.queue_declare(self.queue, passive=True).method.message_count
-            except pika.exceptions.ChannelClosedByBroker as e:
+                ready = conn.declare_passive(self.queue)
+            except ChannelClosed as e:
                 if e.reply_code == 404:
                     raise QueueError(
                         f"jetrabbitmq: queue {self.queue!r} does not exist at {self.display_url} "
@@ -137,31 +134,29 @@ class QueueConsumer:
         except BaseException:
             _close_quietly(conn)
             raise
-        return conn, channel, ready
+        return conn, ready
 
     def _connect(self) -> None:
-        conn, channel, _ = self._open_channel()
+        conn, _ = self._open_channel()
         try:
-            channel.basic_qos(prefetch_count=self.prefetch)
+            conn.qos(self.prefetch)
             self.generation += 1
             generation = self.generation
+            unacked, buffer = self._unacked, self._buffer
 
-            def on_message(_ch, method, properties, body) -> None:
-                self._unacked.add(method.delivery_tag)
-                self._buffer.append(Delivery(
-                    generation, method.delivery_tag, body, properties,
-                    method.routing_key, method.exchange, bool(method.redelivered),
-                ))
+            def on_delivery(tag, body, properties, routing_key, exchange, redelivered) -> None:
+                unacked.add(tag)
+                buffer.append(Delivery(generation, tag, body, properties, routing_key, exchange, redelivered))
 
-            channel.basic_consume(self.queue, on_message_callback=on_message, auto_ack=False)
+            conn.consume(self.queue, on_delivery)
         except BaseException:
             _close_quietly(conn)
             raise
-        self._conn, self._channel = conn, channel
+        self._conn = conn
 
     def _drop_connection(self) -> None:
         """Forget the connection; what it held is requeued by the broker."""
-        conn, self._conn, self._channel = self._conn, None, None
+        conn, self._conn = self._conn, None
         self._buffer.clear()
         self._unacked.clear()
         if conn is not None and conn.is_open:
@@ -189,7 +184,7 @@ class QueueConsumer:
             try:
                 if self.is_open and not self._callers:
                     before = len(self._buffer)
-                    self._conn.process_data_events(time_limit=PUMP_SLICE_S)
+                    self._conn.process(PUMP_SLICE_S)
                     received = len(self._buffer) > before
             except _CONNECTION_ERRORS:
                 pass  # the next call sees the closed connection and reconnects
@@ -213,11 +208,7 @@ class QueueConsumer:
             self.ensure_open()
             wait = poll_timeout_s if self._buffer or first_wait_s is None else first_wait_s
             try:
-                while len(self._buffer) < max_count:
-                    before = len(self._buffer)
-                    self._conn.process_data_events(time_limit=wait)
-                    if len(self._buffer) == before:
-                        break
+                while len(self._buffer) < max_count and self._conn.process(wait):
                     wait = poll_timeout_s
             except _CONNECTION_ERRORS as e:
                 log.warning("jetrabbitmq: connection lost while fetching: %s", e)
@@ -240,7 +231,7 @@ class QueueConsumer:
         (the connection is closed, the broker requeues it), so the count is exact."""
         with self._held():
             self._drop_connection()
-            conn, _, ready = self._open_channel()
+            conn, ready = self._open_channel()
             _close_quietly(conn)
             return ready
 
@@ -272,10 +263,10 @@ class QueueConsumer:
         top = tags[-1]
         below = sum(1 for t in self._unacked if t <= top)
         if below == len(tags):
-            self._channel.basic_ack(delivery_tag=top, multiple=True)
+            self._conn.ack(top, multiple=True)
         else:
             for t in tags:
-                self._channel.basic_ack(delivery_tag=t)
+                self._conn.ack(t)
         self._unacked.difference_update(tags)
 
 

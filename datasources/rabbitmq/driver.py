@@ -25,14 +25,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from jetspark import faults
 from jetspark.datasources.rabbitmq.consumer import Delivery, QueueConsumer
 from jetspark.datasources.rabbitmq.dedup import DedupStore
 from jetspark.datasources.rabbitmq.lease import Lease
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
-from jetspark.datasources.rabbitmq.records import body_hash, event_time_ms, message_id_of, to_wal_table
+from jetspark.datasources.rabbitmq.records import body_hash, event_times_ms, message_ids, to_wal_table
 from jetspark.datasources.rabbitmq.wal import WalRange, WriteAheadLog
 from jetspark.datasources.rabbitmq.watermark import QueueWatermark
 from jetspark.errors import JetsparkError
@@ -139,7 +137,7 @@ class QueueDriver:
         if not rows:
             return start
         now = self.clock()
-        events = np.fromiter((event_time_ms(d, self.options, now) for d in rows), np.int64, len(rows))
+        events = event_times_ms(rows, self.options, now)
         state, late = self.watermarks.advance(start, events)
         self._counts["late"] += int(late.sum())
         r = WalRange(start_seq, start_seq + len(rows), self.lease.epoch)
@@ -249,8 +247,7 @@ class QueueDriver:
         o = self.options
         acks_now: list[Delivery] = []
         keyed: list[tuple[Delivery, str]] = []
-        for d in deliveries:
-            mid = message_id_of(d, o)
+        for d, mid in zip(deliveries, message_ids(deliveries, o), strict=True):
             if mid is None:
                 if o.on_missing_message_id == "drop":
                     acks_now.append(d)

@@ -1,4 +1,4 @@
-"""From pika deliveries to WAL rows: message IDs, event times, header values."""
+"""From deliveries to WAL rows: message IDs, event times, header values."""
 
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ def body_hash(body: bytes) -> str:
     return HASH_PREFIX + hashlib.sha256(body).hexdigest()
 
 
-def message_id_of(d: Delivery, options: RabbitMQOptions) -> str | None:
-    """The message's ID per option ``messageId``, or None when the message has none."""
+def message_ids(deliveries: Sequence[Delivery], options: RabbitMQOptions) -> list[str | None]:
+    """Each message's ID per option ``messageId`` (None where a message has none)."""
     if options.message_id == MESSAGE_ID_BODY_HASH:
-        return body_hash(d.body)
+        return [body_hash(d.body) for d in deliveries]
     header = options.message_id_header
-    if header is not None:
-        value = (d.properties.headers or {}).get(header)
-        return None if value is None or value == "" else header_text(value)
-    return d.properties.message_id or None
+    if header is None:
+        return [d.properties.message_id or None for d in deliveries]
+    values = ((d.properties.headers or {}).get(header) for d in deliveries)
+    return [None if v is None or v == "" else header_text(v) for v in values]
 
 
 def header_text(value: object) -> str:
@@ -42,17 +42,20 @@ def header_text(value: object) -> str:
     return str(value)
 
 
-def event_time_ms(d: Delivery, options: RabbitMQOptions, received_ms: int) -> int:
-    """Event time in epoch ms: the AMQP timestamp property (seconds) or a header
-    (epoch ms as a number, a timestamp, or ISO-8601 text); the receive time when absent."""
+def event_times_ms(deliveries: Sequence[Delivery], options: RabbitMQOptions, received_ms: int) -> np.ndarray:
+    """Event times in epoch ms: the AMQP timestamp property (seconds) or a header (epoch ms
+    as a number, a timestamp, or ISO-8601 text); the receive time where absent."""
     header = options.event_time_header
     if header is None:
-        ts = d.properties.timestamp
-        return received_ms if ts is None else int(ts) * 1000
-    value = (d.properties.headers or {}).get(header)
-    if value is None:
-        return received_ms
-    if isinstance(value, bool):
+        stamps = (d.properties.timestamp for d in deliveries)
+        times = (received_ms if ts is None else ts * 1000 for ts in stamps)
+    else:
+        times = (_header_time_ms((d.properties.headers or {}).get(header), received_ms) for d in deliveries)
+    return np.fromiter(times, np.int64, len(deliveries))
+
+
+def _header_time_ms(value: object, received_ms: int) -> int:
+    if value is None or isinstance(value, bool):
         return received_ms
     if isinstance(value, int | float):
         return int(value)

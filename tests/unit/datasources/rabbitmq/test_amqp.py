@@ -1,0 +1,147 @@
+"""The lean AMQP client's decoding, checked against frames pika encodes (pure logic, no broker)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pika
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pika import frame, spec
+
+from jetspark.datasources.rabbitmq.amqp import (
+    ChannelClosed,
+    Connection,
+    ConnectionLost,
+    Properties,
+    decode_properties,
+    decode_table,
+    encode_table,
+)
+
+
+def _delivery_frames(tag: int, body: bytes, props: pika.BasicProperties, *, frame_max: int = 131_072,
+                     exchange: str = "ex", routing_key: str = "rk", redelivered: bool = False) -> bytes:
+    deliver = spec.Basic.Deliver(consumer_tag="ctag-1", delivery_tag=tag, redelivered=redelivered,
+                                 exchange=exchange, routing_key=routing_key)
+    out = frame.Method(1, deliver).marshal() + frame.Header(1, len(body), props).marshal()
+    chunk = frame_max - 8
+    for i in range(0, len(body), chunk):
+        out += frame.Body(1, body[i:i + chunk]).marshal()
+    return out
+
+
+class _Collect(Connection):
+    """A connection fed bytes by hand: what the socket would bring."""
+
+    def __init__(self) -> None:
+        super().__init__("amqp://guest:guest@localhost:5672/%2F")
+        self.got: list[tuple] = []
+        self.on_delivery = lambda *d: self.got.append(d)
+        self.sent: list[bytes] = []
+
+    def _send(self, frame_bytes: bytes) -> None:
+        self.sent.append(frame_bytes)
+
+    def feed(self, data: bytes, step: int | None = None) -> None:
+        step = step or len(data)
+        for i in range(0, len(data), step):
+            chunk = self._rest + data[i:i + step]
+            self._rest = chunk[self._frames(chunk):]
+
+
+def test_deliveries_decode_as_pika_encodes_them():
+    c = _Collect()
+    headers = {"source": "web", "n": 7, "ok": True, "when": dt.datetime(2026, 1, 2, tzinfo=dt.UTC),
+               "nested": {"a": "b"}, "list": [1, "x"], "raw": b"\xff\x00", "price": Decimal("1.25")}
+    props = pika.BasicProperties(content_type="application/json", headers=headers, delivery_mode=2,
+                                 priority=3, correlation_id="c", reply_to="r", expiration="1000",
+                                 message_id="m-1", timestamp=1_700_000_000, type="t", user_id="guest",
+                                 app_id="app")
+    data = (_delivery_frames(1, b"hello", props, redelivered=True)
+            + _delivery_frames(2, b"", pika.BasicProperties())
+            + _delivery_frames(3, b"y" * 300_000, pika.BasicProperties(message_id="big")))
+    c.feed(data, step=97)  # frames split anywhere across reads
+    assert [g[0] for g in c.got] == [1, 2, 3]
+    tag, body, p, rk, ex, redelivered = c.got[0]
+    assert (body, rk, ex, redelivered) == (b"hello", "rk", "ex", True)
+    assert (p.message_id, p.timestamp) == ("m-1", 1_700_000_000)
+    assert p.headers == headers
+    assert c.got[1][1:3] == (b"", Properties())
+    assert c.got[2][1] == b"y" * 300_000 and c.got[2][2].message_id == "big"
+    assert c._rest == b"" and c._content is None
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=20)
+    | st.binary(max_size=20).filter(lambda b: not _utf8(b)),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def _utf8(b: bytes) -> bool:
+    try:
+        b.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@given(st.dictionaries(st.text(max_size=10), _values, max_size=6))
+def test_tables_decode_as_pika_encodes_them(table):
+    pieces: list[bytes] = []
+    pika.data.encode_table(pieces, table)
+    encoded = b"".join(pieces)
+    decoded, end = decode_table(encoded, 0)
+    assert end == len(encoded)
+    assert decoded == pika.data.decode_table(encoded, 0)[0]
+
+
+def test_floats_stay_floats():
+    decoded, _ = decode_table(b"\x00\x00\x00\x0b\x01xd" + b"?\xf8\x00\x00\x00\x00\x00\x00", 0)
+    assert decoded == {"x": 1.5}
+
+
+def test_client_table_round_trips():
+    table = {"product": "jetspark", "capabilities": {"basic.nack": True}, "n": 3, "raw": b"\x01"}
+    assert decode_table(encode_table(table), 0)[0] == {**table, "raw": "\x01"}
+
+
+def test_only_kept_properties_are_read():
+    props = pika.BasicProperties(content_encoding="gzip", message_id="abc", cluster_id="c1")
+    encoded = frame.Header(1, 0, props).marshal()
+    flags = int.from_bytes(encoded[7 + 12:7 + 14], "big")
+    assert decode_properties(encoded, 7 + 14, flags) == Properties(message_id="abc")
+
+
+def test_broker_closing_the_channel_is_raised_with_its_code():
+    c = _Collect()
+    close = spec.Channel.Close(reply_code=404, reply_text="NOT_FOUND - no queue 'q'", class_id=50, method_id=10)
+    with pytest.raises(ChannelClosed) as e:
+        c.feed(frame.Method(1, close).marshal())
+    assert e.value.reply_code == 404
+    assert c.sent[-1] == frame.Method(1, spec.Channel.CloseOk()).marshal()
+
+
+def test_broker_closing_the_connection_is_a_lost_connection():
+    c = _Collect()
+    close = spec.Connection.Close(reply_code=320, reply_text="CONNECTION_FORCED", class_id=0, method_id=0)
+    with pytest.raises(ConnectionLost, match="320 CONNECTION_FORCED"):
+        c.feed(frame.Method(0, close).marshal())
+
+
+def test_a_frame_without_its_end_byte_is_refused():
+    c = _Collect()
+    bad = bytearray(frame.Heartbeat().marshal())
+    bad[-1] = 0
+    with pytest.raises(ConnectionLost, match="malformed"):
+        c.feed(bytes(bad) + b"\x00")
+
+
+def test_frames_we_send_are_what_pika_would_send():
+    c = _Collect()
+    c.ack(42, multiple=True)
+    assert c.sent[-1] == frame.Method(1, spec.Basic.Ack(delivery_tag=42, multiple=True)).marshal()

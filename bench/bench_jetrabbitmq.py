@@ -8,6 +8,13 @@ steady rate leaves out
 the first batch (Python workers starting). ``--repeat`` (3) runs of each, alternating which
 goes first; medians, with the load average.
 
+Both contenders share the machine with the broker, whose CPU time per message is the same
+for both (it delivers and takes acks either way). So each run also records the broker's CPU
+seconds and the machine's busy CPU seconds (Linux ``/proc``; the broker is found by its
+``beam.smp`` process): on a machine whose cores the broker and Spark fill, the report shows
+how much CPU the broker leaves to the consumer, and what jetrabbitmq's pipeline (Spark,
+driver, WAL, dedup) costs beside it.
+
     .venv/bin/python bench/bench_jetrabbitmq.py [--messages 100000] [--body-bytes 200]
 
 Writes bench/reports/jetrabbitmq.json and prints the ratio.
@@ -19,6 +26,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 import uuid
@@ -36,6 +44,25 @@ def amqp_url() -> str:
     from jetspark.devtools.services import local
 
     return local.status()["rabbitmq"].endpoint
+
+
+def _clock_s(fields: list[str]) -> float:
+    return sum(map(int, fields)) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_now() -> tuple[float, float]:
+    """(CPU seconds of the broker's processes, busy CPU seconds of the machine) so far."""
+    pids = subprocess.run(["pgrep", "-f", "beam.smp"], capture_output=True, text=True).stdout.split()
+    broker = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                broker += _clock_s(f.read().rsplit(")", 1)[1].split()[11:13])  # utime, stime
+        except FileNotFoundError:
+            pass
+    with open("/proc/stat") as f:
+        cpu = f.readline().split()[1:]
+    return broker, _clock_s(cpu) - _clock_s(cpu[3:5])  # all but idle and iowait
 
 
 def fill(url: str, queue: str, n: int, body_bytes: int) -> None:
@@ -123,10 +150,12 @@ def main() -> None:
     pika_s: list[float] = []
     jet_s: list[float] = []
     steady_rates: list[float] = []
+    cpu: dict[str, list[tuple[float, float]]] = {"pika": [], "jetrabbitmq": []}
     try:
         for i in range(args.repeat):  # alternate which goes first
             for who in ("pika", "jetrabbitmq") if i % 2 == 0 else ("jetrabbitmq", "pika"):
                 fill(url, queue, args.messages, args.body_bytes)
+                before = cpu_now()
                 if who == "pika":
                     pika_s.append(plain_pika(url, queue, args.messages, args.prefetch))
                 else:
@@ -135,6 +164,7 @@ def main() -> None:
                     )
                     jet_s.append(t_jet)
                     steady_rates.append(steady)
+                cpu[who].append(tuple(b - a for a, b in zip(before, cpu_now(), strict=True)))
                 print(f"run {i + 1} {who}: pika {pika_s[-1:]} s, jetrabbitmq {jet_s[-1:]} s, "
                       f"steady {steady_rates[-1:]} msg/s", flush=True)
     finally:
@@ -142,6 +172,9 @@ def main() -> None:
         conn.channel().queue_delete(queue)
         conn.close()
     t_pika, t_jet, steady = (statistics.median(x) for x in (pika_s, jet_s, steady_rates))
+    cpu_median = {who: {"broker_cpu_s": round(statistics.median(b for b, _ in runs), 2),
+                        "machine_busy_cpu_s": round(statistics.median(m for _, m in runs), 2)}
+                  for who, runs in cpu.items()}
     report = {
         "messages": args.messages, "body_bytes": args.body_bytes, "prefetch": args.prefetch,
         "max_per_trigger": args.max_per_trigger, "batches": batches, "repeat": args.repeat,
@@ -151,7 +184,9 @@ def main() -> None:
         "pika_s": round(t_pika, 3), "jetrabbitmq_s": round(t_jet, 3),
         "ratio_jetrabbitmq_to_pika": round(t_pika / t_jet, 3),
         "ratio_steady_to_pika": round(steady * t_pika / args.messages, 3),
-        "runs": {"pika_s": pika_s, "jetrabbitmq_s": jet_s, "jetrabbitmq_steady_msgs_per_s": steady_rates},
+        "runs": {"pika_s": pika_s, "jetrabbitmq_s": jet_s, "jetrabbitmq_steady_msgs_per_s": steady_rates,
+                 "cpu_s_broker_machine": cpu},
+        "cpu": cpu_median, "cores": os.cpu_count(),
         "load_average": os.getloadavg(),
     }
     REPORTS.mkdir(exist_ok=True)
@@ -163,6 +198,12 @@ def main() -> None:
           f"query start included); after the first batch {report['ratio_steady_to_pika']:.0%} "
           f"({report['jetrabbitmq_steady_msgs_per_s']} msg/s); load average "
           + " ".join(f"{x:.2f}" for x in report["load_average"]))
+    for who, c in cpu_median.items():
+        wall = t_pika if who == "pika" else t_jet
+        print(f"CPU during {who}'s run (median): broker {c['broker_cpu_s']:.2f} s, machine busy "
+              f"{c['machine_busy_cpu_s']:.2f} s of {wall * os.cpu_count():.2f} s "
+              f"({os.cpu_count()} cores × {wall:.2f} s); all but the broker "
+              f"{c['machine_busy_cpu_s'] - c['broker_cpu_s']:.2f} s")
     spark.stop()
 
 

@@ -167,7 +167,7 @@ def test_inspect_a_stopped_and_a_running_query(spark, kafka_bootstrap, kafka_top
 
 def test_inspect_a_stopped_jetrabbitmq_query(spark, amqp_url, rabbit_queue, tmp_path):
     from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
-    from tests.integration.scripts.rabbitmq_common import publish
+    from tests.integration.scripts.rabbitmq_common import publish, wait_no_consumer
 
     spark.dataSource.register(RabbitMQDataSource)
     n = 25
@@ -181,6 +181,7 @@ def test_inspect_a_stopped_jetrabbitmq_query(spark, amqp_url, rabbit_queue, tmp_
              .trigger(availableNow=True).start())
     query.awaitTermination()
     assert query.exception() is None
+    assert wait_no_consumer(amqp_url, rabbit_queue) == 0  # the source closed its connection
     publish(amqp_url, rabbit_queue, ["later-1", "later-2"])
 
     report = inspect(str(cp), last=0, amqp=amqp_url, queue=rabbit_queue, wal_location=str(wal))

@@ -39,6 +39,21 @@ def ready_count(url: str, queue: str) -> int:
         conn.close()
 
 
+def wait_no_consumer(url: str, queue: str, timeout_s: float = 30) -> int:
+    """Poll until ``queue`` has no consumer: a stopped query's source closes its connection
+    after the query has terminated (Spark's runner calls stop() once it sees the end)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        conn = pika.BlockingConnection(pika.URLParameters(url))
+        try:
+            consumers = conn.channel().queue_declare(queue, passive=True).method.consumer_count
+        finally:
+            conn.close()
+        if consumers == 0 or time.monotonic() > deadline:
+            return consumers
+        time.sleep(0.1)
+
+
 def queue_counts(queue: str) -> tuple[int, int]:
     """(ready, unacked) of ``queue`` on the local jetspark RabbitMQ node, via rabbitmqctl."""
     from jetspark.devtools.services import local

@@ -47,7 +47,6 @@ _ISO_FORM = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2
 Arrow's cast alone would also take a date only or minutes without seconds."""
 _ISO_FORM_LONG = _ISO_FORM.replace(r"\d{1,6}", r"\d+")
 _ISO_ZONE = r"(?:Z|[+-]\d{2}(?::?\d{2})?)$"
-_EMPTY = pa.scalar(b"", pa.binary())
 _READ = pj.ReadOptions(use_threads=False, block_size=1 << 26)
 
 
@@ -142,7 +141,8 @@ def _vectorized(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
     values = values.cast(pa.binary())
     blank = pc.equal(pc.binary_length(values), 0)
     objects = pc.if_else(pc.or_kleene(pc.is_null(values), blank), pa.scalar(b"{}"), values)
-    lines = pc.binary_join_element_wise(pc.replace_substring(objects, b"\n", b" "), _EMPTY, b"\n")
+    one_line = pc.replace_substring(objects, b"\n", b" ")
+    lines = pc.binary_join_element_wise(one_line, pa.scalar(b"", pa.binary()), b"\n")
     offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset: lines.offset + len(lines) + 1]
     text = lines.buffers()[2][int(offsets[0]): int(offsets[-1])]
     schema = pa.schema([(spec.path[0], spec._arrow_type())])

@@ -65,7 +65,7 @@ def test_deliveries_decode_as_pika_encodes_them():
             + _delivery_frames(3, b"y" * 300_000, pika.BasicProperties(message_id="big")))
     c.feed(data, step=97)  # frames split anywhere across reads
     assert [g[0] for g in c.got] == [1, 2, 3]
-    tag, body, p, rk, ex, redelivered = c.got[0]
+    _tag, body, p, rk, ex, redelivered = c.got[0]
     assert (body, rk, ex, redelivered) == (b"hello", "rk", "ex", True)
     assert (p.message_id, p.timestamp) == ("m-1", 1_700_000_000)
     assert p.headers == headers
@@ -119,7 +119,8 @@ def test_only_kept_properties_are_read():
 
 def test_broker_closing_the_channel_is_raised_with_its_code():
     c = _Collect()
-    close = spec.Channel.Close(reply_code=404, reply_text="NOT_FOUND - no queue 'q'", class_id=50, method_id=10)
+    close = spec.Channel.Close(reply_code=404, reply_text="NOT_FOUND - no queue 'q'",
+                               class_id=50, method_id=10)
     with pytest.raises(ChannelClosed) as e:
         c.feed(frame.Method(1, close).marshal())
     assert e.value.reply_code == 404

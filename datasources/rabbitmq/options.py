@@ -36,6 +36,9 @@ KNOWN = (
 )
 
 
+MAX_PREFETCH = 65_535
+"""AMQP's prefetch count is a 16-bit number: a batch holds at most this many deliveries."""
+
 @dataclass(frozen=True)
 class RabbitMQOptions:
     """Validated configuration of one ``jetrabbitmq`` stream (no runtime state)."""
@@ -88,8 +91,10 @@ class RabbitMQOptions:
         wal = o.string("walLocation", required=True)
         max_msgs = o.integer("maxMessagesPerTrigger", None, minimum=1)
         prefetch = o.integer("prefetch", None, minimum=1)
+        if prefetch is not None and prefetch > MAX_PREFETCH:
+            raise OptionError("prefetch", prefetch, f"an integer from 1 to {MAX_PREFETCH} (AMQP's limit)")
         if prefetch is None:  # room for the next batch while one waits for its commit
-            prefetch = max(10_000, 2 * (max_msgs or 0))
+            prefetch = min(MAX_PREFETCH, max(10_000, 2 * (max_msgs or 0)))
         if max_msgs is not None and max_msgs > prefetch:
             raise OptionError(
                 "maxMessagesPerTrigger", max_msgs,

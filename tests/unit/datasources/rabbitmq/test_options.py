@@ -38,7 +38,9 @@ def test_all_options_case_insensitive():
 
 
 def test_prefetch_defaults_to_cover_the_trigger_limit():
-    assert RabbitMQOptions.parse({**BASE, "maxMessagesPerTrigger": "50000"}).prefetch == 100_000
+    assert RabbitMQOptions.parse({**BASE, "maxMessagesPerTrigger": "20000"}).prefetch == 40_000
+    # AMQP's prefetch count is 16 bits: a larger default is capped, a larger batch refused
+    assert RabbitMQOptions.parse({**BASE, "maxMessagesPerTrigger": "50000"}).prefetch == 65_535
     default = RabbitMQOptions.parse(BASE)
     assert default.batch_limit == 5_000  # the other half of the window fills during a batch
 
@@ -57,6 +59,8 @@ def test_body_hash_message_id():
         ({"maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger", ">= 1"),
         ({"maxMessagesPerTrigger": "200", "prefetch": "100"}, "maxMessagesPerTrigger", "at most prefetch"),
         ({"prefetch": "many"}, "prefetch", "an integer"),
+        ({"prefetch": "65536"}, "prefetch", "from 1 to 65535"),
+        ({"maxMessagesPerTrigger": "70000"}, "maxMessagesPerTrigger", "at most prefetch (65535)"),
         ({"messageId": "correlation"}, "messageId", "header:<name>"),
         ({"eventTime": "header:"}, "eventTime", "header:<name>"),
         ({"onMissingMessageId": "skip"}, "onMissingMessageId", "fail | hash | drop"),

@@ -9,11 +9,12 @@ the first batch (Python workers starting). ``--repeat`` (3) runs of each, altern
 goes first; medians, with the load average.
 
 Both contenders share the machine with the broker, whose CPU time per message is the same
-for both (it delivers and takes acks either way). So each run also records the broker's CPU
-seconds and the machine's busy CPU seconds (Linux ``/proc``; the broker is found by its
-``beam.smp`` process): on a machine whose cores the broker and Spark fill, the report shows
-how much CPU the broker leaves to the consumer, and what jetrabbitmq's pipeline (Spark,
-driver, WAL, dedup) costs beside it.
+for both (it delivers and takes acks either way). So each run also records CPU seconds by
+who spent them (Linux ``/proc``): the broker (``beam.smp``), Spark's JVM, the driver-side
+Python source runner (jetrabbitmq's driver: consuming, WAL, dedup), the executors' Python
+workers, this process (the pika consumer) and the machine as a whole. On a small machine
+the report shows how much CPU the broker leaves, and what each part of jetrabbitmq's
+pipeline costs beside it.
 
     .venv/bin/python bench/bench_jetrabbitmq.py [--messages 100000] [--body-bytes 200]
 
@@ -26,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 import uuid
@@ -46,23 +46,72 @@ def amqp_url() -> str:
     return local.status()["rabbitmq"].endpoint
 
 
-def _clock_s(fields: list[str]) -> float:
-    return sum(map(int, fields)) / os.sysconf("SC_CLK_TCK")
+def _kind(cmdline: str) -> str | None:
+    if "beam.smp" in cmdline:
+        return "broker"
+    if "pyspark.daemon" in cmdline or "pyspark.worker" in cmdline:
+        return "python_workers"
+    if "java" in cmdline and "SparkSubmit" in cmdline:
+        return "spark_jvm"
+    return None
 
 
-def cpu_now() -> tuple[float, float]:
-    """(CPU seconds of the broker's processes, busy CPU seconds of the machine) so far."""
-    pids = subprocess.run(["pgrep", "-f", "beam.smp"], capture_output=True, text=True).stdout.split()
-    broker = 0.0
-    for pid in pids:
+def cpu_now() -> dict[str, float]:
+    """CPU seconds so far, by who spent them: the broker, Spark's JVM, the driver-side
+    Python source runner (a child process of the JVM per query; its CPU is counted once it
+    exits, as the JVM's reaped children), the executors' Python workers, this process (the
+    pika consumer) and the whole machine (``busy``: all but idle and iowait)."""
+    tck = os.sysconf("SC_CLK_TCK")
+    out = dict.fromkeys(("broker", "spark_jvm", "source_runner", "python_workers", "bench", "busy"), 0.0)
+    for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                kind = "bench" if int(pid) == os.getpid() else _kind(f.read().decode(errors="replace"))
             with open(f"/proc/{pid}/stat") as f:
-                broker += _clock_s(f.read().rsplit(")", 1)[1].split()[11:13])  # utime, stime
-        except FileNotFoundError:
-            pass
+                utime, stime, cutime, cstime = map(int, f.read().rsplit(")", 1)[1].split()[11:15])
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue
+        if kind is not None:
+            out[kind] += (utime + stime) / tck
+        if kind == "spark_jvm":
+            out["source_runner"] += (cutime + cstime) / tck
     with open("/proc/stat") as f:
-        cpu = f.readline().split()[1:]
-    return broker, _clock_s(cpu) - _clock_s(cpu[3:5])  # all but idle and iowait
+        ticks = list(map(int, f.readline().split()[1:]))
+    out["busy"] = (sum(ticks) - ticks[3] - ticks[4]) / tck
+    return out
+
+
+def _jvm_children() -> list[str]:
+    """Child processes of Spark's JVM other than the Python daemons and Java's spawn helper."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if _kind(f.read().decode(errors="replace")) != "spark_jvm":
+                    continue
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    out += f.read().split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    kept = []
+    for child in out:
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                cmd = f.read()
+        except FileNotFoundError:
+            continue
+        if b"pyspark.daemon" not in cmd and b"jspawnhelper" not in cmd:
+            kept.append(child)
+    return kept
+
+
+def wait_source_runner_exit(timeout_s: float = 10.0) -> None:
+    """Until the stopped query's source runner has exited and been reaped (it ends after
+    ``awaitTermination`` returns), so its CPU time is counted."""
+    deadline = time.monotonic() + timeout_s
+    while _jvm_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def fill(url: str, queue: str, n: int, body_bytes: int) -> None:
@@ -150,7 +199,7 @@ def main() -> None:
     pika_s: list[float] = []
     jet_s: list[float] = []
     steady_rates: list[float] = []
-    cpu: dict[str, list[tuple[float, float]]] = {"pika": [], "jetrabbitmq": []}
+    cpu: dict[str, list[dict[str, float]]] = {"pika": [], "jetrabbitmq": []}
     try:
         for i in range(args.repeat):  # alternate which goes first
             for who in ("pika", "jetrabbitmq") if i % 2 == 0 else ("jetrabbitmq", "pika"):
@@ -164,7 +213,9 @@ def main() -> None:
                     )
                     jet_s.append(t_jet)
                     steady_rates.append(steady)
-                cpu[who].append(tuple(b - a for a, b in zip(before, cpu_now(), strict=True)))
+                wait_source_runner_exit()
+                after = cpu_now()
+                cpu[who].append({k: round(after[k] - before[k], 2) for k in after})
                 print(f"run {i + 1} {who}: pika {pika_s[-1:]} s, jetrabbitmq {jet_s[-1:]} s, "
                       f"steady {steady_rates[-1:]} msg/s", flush=True)
     finally:
@@ -172,8 +223,7 @@ def main() -> None:
         conn.channel().queue_delete(queue)
         conn.close()
     t_pika, t_jet, steady = (statistics.median(x) for x in (pika_s, jet_s, steady_rates))
-    cpu_median = {who: {"broker_cpu_s": round(statistics.median(b for b, _ in runs), 2),
-                        "machine_busy_cpu_s": round(statistics.median(m for _, m in runs), 2)}
+    cpu_median = {who: {k: round(statistics.median(r[k] for r in runs), 2) for k in runs[0]}
                   for who, runs in cpu.items()}
     report = {
         "messages": args.messages, "body_bytes": args.body_bytes, "prefetch": args.prefetch,
@@ -185,7 +235,7 @@ def main() -> None:
         "ratio_jetrabbitmq_to_pika": round(t_pika / t_jet, 3),
         "ratio_steady_to_pika": round(steady * t_pika / args.messages, 3),
         "runs": {"pika_s": pika_s, "jetrabbitmq_s": jet_s, "jetrabbitmq_steady_msgs_per_s": steady_rates,
-                 "cpu_s_broker_machine": cpu},
+                 "cpu_s": cpu},
         "cpu": cpu_median, "cores": os.cpu_count(),
         "load_average": os.getloadavg(),
     }
@@ -200,10 +250,10 @@ def main() -> None:
           + " ".join(f"{x:.2f}" for x in report["load_average"]))
     for who, c in cpu_median.items():
         wall = t_pika if who == "pika" else t_jet
-        print(f"CPU during {who}'s run (median): broker {c['broker_cpu_s']:.2f} s, machine busy "
-              f"{c['machine_busy_cpu_s']:.2f} s of {wall * os.cpu_count():.2f} s "
-              f"({os.cpu_count()} cores × {wall:.2f} s); all but the broker "
-              f"{c['machine_busy_cpu_s'] - c['broker_cpu_s']:.2f} s")
+        print(f"CPU seconds during {who}'s run (median): broker {c['broker']:.2f}, Spark JVM "
+              f"{c['spark_jvm']:.2f}, source runner {c['source_runner']:.2f}, Python workers "
+              f"{c['python_workers']:.2f}, this process {c['bench']:.2f}; machine busy {c['busy']:.2f} "
+              f"of {wall * os.cpu_count():.2f} ({os.cpu_count()} cores × {wall:.2f} s)")
     spark.stop()
 
 

@@ -43,11 +43,12 @@ _U8, _U16, _U32, _U64 = (struct.Struct(f) for f in (">B", ">H", ">I", ">Q"))
 _HEADER = struct.Struct(">HHQH")  # class id, weight, body size, property flags
 _DELIVER = (60, 60)
 
-# Basic property flags, in wire order (bit 15 first), and how each is read
-_P_CONTENT_TYPE, _P_CONTENT_ENCODING, _P_HEADERS, _P_DELIVERY_MODE = 1 << 15, 1 << 14, 1 << 13, 1 << 12
-_P_PRIORITY, _P_CORRELATION_ID, _P_REPLY_TO, _P_EXPIRATION = 1 << 11, 1 << 10, 1 << 9, 1 << 8
-_P_MESSAGE_ID, _P_TIMESTAMP, _P_TYPE, _P_USER_ID = 1 << 7, 1 << 6, 1 << 5, 1 << 4
-_P_APP_ID, _P_CLUSTER_ID = 1 << 3, 1 << 2
+# Basic property flags, in wire order (bit 15 first); the properties after the timestamp
+# are not read. Skipped ones: (flag, size), size 0 for a short string.
+_P_HEADERS, _P_MESSAGE_ID, _P_TIMESTAMP = 1 << 13, 1 << 7, 1 << 6
+_SKIP_BEFORE_HEADERS = ((1 << 15, 0), (1 << 14, 0))  # content-type, content-encoding
+_SKIP_BEFORE_MESSAGE_ID = ((1 << 12, 1), (1 << 11, 1), (1 << 10, 0), (1 << 9, 0), (1 << 8, 0))
+"""delivery-mode, priority, correlation-id, reply-to, expiration."""
 
 
 class AmqpError(Exception):
@@ -180,22 +181,14 @@ def _shortstr_bytes(value: str) -> bytes:
 def decode_properties(data: bytes, pos: int, flags: int) -> Properties:
     """The Basic properties after a content header's flags (the ones kept, the others skipped)."""
     props = Properties()
-    if flags & _P_CONTENT_TYPE:
-        pos += 1 + data[pos]
-    if flags & _P_CONTENT_ENCODING:
-        pos += 1 + data[pos]
+    for flag, size in _SKIP_BEFORE_HEADERS:
+        if flags & flag:
+            pos += size or 1 + data[pos]
     if flags & _P_HEADERS:
         props.headers, pos = decode_table(data, pos)
-    if flags & _P_DELIVERY_MODE:
-        pos += 1
-    if flags & _P_PRIORITY:
-        pos += 1
-    if flags & _P_CORRELATION_ID:
-        pos += 1 + data[pos]
-    if flags & _P_REPLY_TO:
-        pos += 1 + data[pos]
-    if flags & _P_EXPIRATION:
-        pos += 1 + data[pos]
+    for flag, size in _SKIP_BEFORE_MESSAGE_ID:
+        if flags & flag:
+            pos += size or 1 + data[pos]
     if flags & _P_MESSAGE_ID:
         props.message_id, pos = _shortstr(data, pos)
     if flags & _P_TIMESTAMP:

@@ -72,7 +72,7 @@ class ChannelClosed(AmqpError):
 class Properties:
     """The message properties the queue source reads (AMQP ``timestamp`` is in seconds)."""
 
-    message_id: str | bytes | None = None
+    message_id: str | None = None
     timestamp: int | None = None
     headers: dict[str, Any] | None = None
 
@@ -89,9 +89,11 @@ def _text(raw: bytes) -> str | bytes:
         return raw
 
 
-def _shortstr(data: bytes, pos: int) -> tuple[str | bytes, int]:
+def _shortstr(data: bytes, pos: int) -> tuple[str, int]:
+    """A short string (names, IDs, routing keys) as text; bytes that are not UTF-8 are
+    written as ``\\xNN`` escapes, so an odd ``message_id`` stays a distinct ID, not an error."""
     end = pos + 1 + data[pos]
-    return _text(data[pos + 1:end]), end
+    return data[pos + 1:end].decode(errors="backslashreplace"), end
 
 
 def _longstr(data: bytes, pos: int) -> tuple[bytes, int]:

@@ -100,6 +100,12 @@ def test_tables_decode_as_pika_encodes_them(table):
     assert decoded == pika.data.decode_table(encoded, 0)[0]
 
 
+def test_short_strings_that_are_not_utf8_become_escaped_text():
+    c = _Collect()
+    c.feed(_delivery_frames(1, b"x", pika.BasicProperties(message_id=b"id-\xff"), routing_key="rk"))
+    assert c.got[0][2].message_id == "id-\\xff"
+
+
 def test_floats_stay_floats():
     decoded, _ = decode_table(b"\x00\x00\x00\x0b\x01xd" + b"?\xf8\x00\x00\x00\x00\x00\x00", 0)
     assert decoded == {"x": 1.5}

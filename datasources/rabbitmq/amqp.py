@@ -17,7 +17,7 @@ URL pika accepts keeps its meaning. Not thread-safe: the caller serializes all u
 
 from __future__ import annotations
 
-import select
+import selectors
 import socket
 import ssl
 import struct
@@ -123,7 +123,11 @@ def decode_value(data: bytes, pos: int) -> tuple[Any, int]:
     if kind == 0x74:  # t
         return bool(data[pos]), pos + 1
     if kind == 0x54:  # T
-        return datetime.fromtimestamp(_U64.unpack_from(data, pos)[0], UTC), pos + 8
+        seconds = _U64.unpack_from(data, pos)[0]
+        try:
+            return datetime.fromtimestamp(seconds, UTC), pos + 8
+        except (ValueError, OverflowError, OSError):  # beyond datetime's range: the number
+            return seconds, pos + 8
     if kind == 0x46:  # F
         return decode_table(data, pos)
     if kind == 0x41:  # A
@@ -141,36 +145,55 @@ def decode_value(data: bytes, pos: int) -> tuple[Any, int]:
         return Decimal(raw).scaleb(-scale), pos + 5
     if kind == 0x56:  # V
         return None, pos
-    raise AmqpError(f"unknown AMQP field type {chr(kind)!r}")
+    raise _UnknownFieldType(chr(kind))
+
+
+class _UnknownFieldType(AmqpError):
+    """A field type this decoder does not know: its length is unknown, so the rest of the
+    enclosing table is skipped (its size is known) rather than failing the delivery."""
 
 
 def decode_table(data: bytes, pos: int) -> tuple[dict[str, Any], int]:
-    """A field table at ``pos``; the dict and the next position."""
+    """A field table at ``pos``; the dict and the next position. Fields from one of an
+    unknown type on are left out."""
     end = pos + 4 + _U32.unpack_from(data, pos)[0]
     pos += 4
     table = {}
-    while pos < end:
-        key, pos = _shortstr(data, pos)
-        table[key], pos = decode_value(data, pos)
+    try:
+        while pos < end:
+            key, pos = _shortstr(data, pos)
+            table[key], pos = decode_value(data, pos)
+    except _UnknownFieldType:
+        pass
     return table, end
 
 
 def encode_table(table: dict[str, Any]) -> bytes:
-    """A field table of text, bytes, booleans, integers and nested tables (client properties)."""
+    """A field table (client properties) of text, bytes, booleans, integers, floats, None,
+    lists and nested tables."""
     out = bytearray()
     for key, value in table.items():
         name = key.encode()
-        out += _U8.pack(len(name)) + name
-        if isinstance(value, bool):
-            out += b"t" + _U8.pack(value)
-        elif isinstance(value, int):
-            out += b"l" + struct.pack(">q", value)
-        elif isinstance(value, dict):
-            out += b"F" + encode_table(value)
-        else:
-            raw = value.encode() if isinstance(value, str) else bytes(value)
-            out += b"S" + _U32.pack(len(raw)) + raw
+        out += _U8.pack(len(name)) + name + _encode_value(value)
     return _U32.pack(len(out)) + bytes(out)
+
+
+def _encode_value(value: Any) -> bytes:
+    if value is None:
+        return b"V"
+    if isinstance(value, bool):
+        return b"t" + _U8.pack(value)
+    if isinstance(value, int):
+        return b"l" + struct.pack(">q", value)
+    if isinstance(value, float):
+        return b"d" + struct.pack(">d", value)
+    if isinstance(value, dict):
+        return b"F" + encode_table(value)
+    if isinstance(value, list | tuple):
+        items = b"".join(map(_encode_value, value))
+        return b"A" + _U32.pack(len(items)) + items
+    raw = value.encode() if isinstance(value, str) else bytes(value)
+    return b"S" + _U32.pack(len(raw)) + raw
 
 
 def _shortstr_bytes(value: str) -> bytes:
@@ -221,6 +244,7 @@ class Connection:
         self.heartbeat_s = 0
         self.frame_max = 131_072
         self._sock: socket.socket | None = None
+        self._selector: selectors.BaseSelector | None = None
         self._rest = b""
         self._replies: list[tuple[int, int, bytes, int]] = []  # (class, method, data, args pos)
         self._content: list | None = None  # a delivery whose header/body frames are due
@@ -235,13 +259,15 @@ class Connection:
         """Connect, authenticate, tune, open the vhost and channel 1."""
         p = self.params
         timeout = p.socket_timeout or 10.0
-        sock = socket.create_connection((p.host, p.port), timeout=timeout)
+        self._sock = socket.create_connection((p.host, p.port), timeout=timeout)
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)  # even with heartbeat=0
             if p.ssl_options is not None:
-                sock = p.ssl_options.context.wrap_socket(
-                    sock, server_hostname=p.ssl_options.server_hostname or p.host)
-            self._sock = sock
+                self._sock = p.ssl_options.context.wrap_socket(
+                    self._sock, server_hostname=p.ssl_options.server_hostname or p.host)
+            self._selector = selectors.DefaultSelector()
+            self._selector.register(self._sock, selectors.EVENT_READ)
             self._last_recv = self._last_send = time.monotonic()
             self._send(PROTOCOL_HEADER)
             data, pos = self._wait(10, 10, timeout)  # Connection.Start
@@ -299,24 +325,31 @@ class Connection:
         """Read what arrives within ``time_limit`` seconds (0: only what is there already),
         returning after the first read that brought frames; heartbeats are sent and checked.
         Returns the number of bytes read."""
-        self._heartbeat()
         sock = self._sock
         if sock is None:
             raise ConnectionLost("connection is closed")
-        if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
-            try:
-                readable = select.select([sock], [], [], max(0.0, time_limit))[0]
-            except (OSError, ValueError) as e:
-                self._abandon()
-                raise ConnectionLost(f"connection lost: {e}") from None
-            if not readable:
-                return 0
-        return self._read()
+        got = 0
+        if (isinstance(sock, ssl.SSLSocket) and sock.pending()) or self._readable(0.0):
+            got = self._read()
+        elif time_limit > 0:
+            self._heartbeat()  # due sends go out before waiting
+            if self._readable(time_limit):
+                got = self._read()
+        self._heartbeat()  # after reading: a stalled caller still finds the broker's frames
+        return got
+
+    def _readable(self, timeout: float) -> bool:
+        try:
+            return bool(self._selector.select(max(0.0, timeout)))
+        except (OSError, ValueError) as e:
+            self._abandon()
+            raise ConnectionLost(f"connection lost: {e}") from None
 
     def close(self) -> None:
         """Close politely (the broker requeues unacked deliveries); errors are ignored."""
         if self._sock is None:
             return
+        self.on_delivery = None  # what arrives while closing is requeued by the broker
         try:
             self._send(method_frame(10, 50, struct.pack(">H", 200) + _shortstr_bytes("Normal shutdown")
                                     + _IDS.pack(0, 0), channel=0))
@@ -357,7 +390,9 @@ class Connection:
                     return data, pos
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AmqpError(f"no reply {class_id}.{method_id} from the broker within {timeout:.0f} s")
+                self._abandon()
+                raise ConnectionLost(f"no reply {class_id}.{method_id} from the broker "
+                                     f"within {timeout:.0f} s")
             self.process(min(left, 1.0))
 
     def _read(self) -> int:
@@ -371,7 +406,14 @@ class Connection:
             raise ConnectionLost("the broker closed the connection")
         self._last_recv = time.monotonic()
         data = self._rest + chunk if self._rest else chunk
-        self._rest = data[self._frames(data):]
+        try:
+            self._rest = data[self._frames(data):]
+        except AmqpError:  # channel or connection closed by the broker, consumer cancelled
+            self._abandon()  # one channel per connection: the connection is done for
+            raise
+        except Exception as e:  # a frame that does not decode: the stream cannot be trusted
+            self._abandon()
+            raise ConnectionLost(f"undecodable frame from the broker: {e!r}") from e
         return len(chunk)
 
     def _frames(self, data: bytes) -> int:
@@ -380,6 +422,8 @@ class Connection:
         unpack_hdr, unpack_ids = _HDR.unpack_from, _IDS.unpack_from
         while n - pos >= 8:
             kind, _channel, size = unpack_hdr(data, pos)
+            if size > self.frame_max:
+                raise ConnectionLost(f"AMQP frame of {size} bytes, over frame_max {self.frame_max}")
             start, end = pos + 7, pos + 7 + size
             if end >= n:
                 break
@@ -445,6 +489,9 @@ class Connection:
     def _abandon(self) -> None:
         sock, self._sock = self._sock, None
         self._rest, self._content, self._replies = b"", None, []
+        if self._selector is not None:
+            self._selector.close()
+            self._selector = None
         if sock is not None:
             try:
                 sock.close()

@@ -188,6 +188,9 @@ class QueueConsumer:
                     received = len(self._buffer) > before
             except _CONNECTION_ERRORS:
                 pass  # the next call sees the closed connection and reconnects
+            except Exception:  # never let the pump die: heartbeats would stop
+                log.exception("jetrabbitmq: the connection pump failed; dropping the connection")
+                self._drop_connection()
             finally:
                 self._lock.release()
             if not received:  # idle, or the prefetch window is full

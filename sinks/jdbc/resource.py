@@ -11,6 +11,9 @@ marker insert waits for the first and then fails if the first committed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import psycopg
 import pyarrow as pa
 from psycopg import errors, sql
@@ -21,6 +24,11 @@ from jetspark.sinks.jdbc.target import MARKER_COLUMNS, PostgresTarget, connect
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
 
 GID_PREFIX = "jetspark"
+LOCK_WAIT_S = 60
+"""How long a task's transaction waits for a lock before it fails. Two attempts of one
+partition that both prepared would otherwise wait for each other forever when they belong to
+two drivers on one checkpoint (each driver waits for its other task; PostgreSQL cannot see a
+deadlock through a prepared transaction)."""
 
 
 def gid_of(key: PartitionKey) -> str:
@@ -72,24 +80,40 @@ class PostgresResource(TransactionalResource):
         self._key = key
         self._rows = 0
         self.conn.execute("BEGIN")
+        self.conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{LOCK_WAIT_S}s")))
 
     def write(self, batch: pa.RecordBatch) -> int:
-        with self.conn.cursor().copy(self.target.copy_sql()) as copy:
+        with self._lock_waits(), self.conn.cursor().copy(self.target.copy_sql()) as copy:
             copy.write(memoryview(to_csv(batch)))
         self._rows += batch.num_rows
         return batch.num_rows
 
     def prepare(self) -> str:
         key = self._require_key()
-        self.conn.execute(
-            sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s)").format(
-                self.target.marker_sql, sql.SQL(MARKER_COLUMNS)),
-            (key.sink_id, key.batch_id, key.partition_id, key.attempt, self._rows))
+        with self._lock_waits():
+            self.conn.execute(
+                sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s)").format(
+                    self.target.marker_sql, sql.SQL(MARKER_COLUMNS)),
+                (key.sink_id, key.batch_id, key.partition_id, key.attempt, self._rows))
         gid = gid_of(key)
         if self.supports_remote_commit:
             self.conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
             self._key = None
         return gid
+
+    @contextmanager
+    def _lock_waits(self) -> Iterator[None]:
+        try:
+            yield
+        except errors.LockNotAvailable:
+            key = self._require_key()
+            table = ".".join(self.target.options.table.parts())
+            raise SinkError(
+                f"jetjdbc: partition {key.partition_id} of batch {key.batch_id} waited over {LOCK_WAIT_S} s "
+                f"for a lock in {table}: another transaction holds it, often a "
+                f"prepared transaction of the same partition left by another driver on this checkpoint "
+                f"or a stopped attempt (pg_prepared_xacts, gid {_partition_prefix(key)}…). Restarting the "
+                f"query rolls such leftovers back; run one driver per checkpoint") from None
 
     # -- either side -----------------------------------------------------------------------
     def commit(self, handle: str) -> None:

@@ -230,6 +230,29 @@ def test_speculative_attempt_does_not_duplicate(pg_dsn, schema):
     assert a0.handle not in prepared_in_schema(pg_dsn, schema)
 
 
+def test_an_attempt_blocked_by_another_drivers_prepared_one_fails_not_waits(pg_dsn, schema, monkeypatch):
+    """Two drivers on one checkpoint run the same partition: B passed its recovery before A
+    prepared, so B's marker waits on A's prepared transaction (while A's driver may wait on B's
+    other task): B fails with a clear error after the lock wait instead of hanging."""
+    from jetspark.sinks.jdbc import resource as resource_module
+
+    monkeypatch.setattr(resource_module, "LOCK_WAIT_S", 1)
+    _create_events(pg_dsn, schema)
+    target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)
+    key = PartitionKey("q9", 0, 0, 0)
+    with PostgresResource(target, two_phase=True) as b:
+        assert not b.recover(key)  # nothing to recover yet
+        a = _resource_write(target, key, [1, 2])  # driver A's attempt prepares
+        b.begin(key)
+        b.write(pa.RecordBatch.from_pydict({"id": [1, 2], "name": ["x", "y"], "amount": [0.5, 1.0]}))
+        with pytest.raises(SinkError, match=r"waited over 1 s for a lock .* another driver on this"):
+            b.prepare()
+        b.rollback()
+    assert prepared_in_schema(pg_dsn, schema) == [a.handle]
+    with PostgresResource(target, two_phase=True) as driver:
+        driver.rollback(a.handle)
+
+
 def test_stray_prepared_transactions_are_rolled_back_by_the_driver_commit(pg_dsn, schema):
     _create_events(pg_dsn, schema)
     target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import selectors
+import socket
+import struct
+import time
 from decimal import Decimal
 
 import pika
@@ -152,3 +156,91 @@ def test_frames_we_send_are_what_pika_would_send():
     c = _Collect()
     c.ack(42, multiple=True)
     assert c.sent[-1] == frame.Method(1, spec.Basic.Ack(delivery_tag=42, multiple=True)).marshal()
+
+
+class _Piped(Connection):
+    """A connection on one end of a socket pair; the test plays the broker on the other."""
+
+    def __init__(self) -> None:
+        super().__init__("amqp://guest:guest@localhost:5672/%2F")
+        self._sock, self.broker = socket.socketpair()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._sock, selectors.EVENT_READ)
+        self.got: list[tuple] = []
+        self.on_delivery = lambda *d: self.got.append(d)
+
+    def drain(self) -> None:
+        while self.process(0.05):
+            pass
+
+
+def test_after_the_broker_closes_the_channel_the_connection_is_dropped():
+    c = _Piped()
+    close = spec.Channel.Close(reply_code=406, reply_text="PRECONDITION_FAILED - consumer timeout",
+                               class_id=0, method_id=0)
+    c.broker.sendall(_delivery_frames(1, b"a", pika.BasicProperties()) + frame.Method(1, close).marshal()
+                     + frame.Heartbeat().marshal() + frame.Heartbeat().marshal()[:4])
+    with pytest.raises(ChannelClosed, match="406"):
+        c.drain()
+    assert [g[0] for g in c.got] == [1] and not c.is_open  # the caller reconnects
+
+
+def _deliver_frame(tag: int) -> bytes:
+    return frame.Method(1, spec.Basic.Deliver(consumer_tag="t", delivery_tag=tag, exchange="",
+                                              routing_key="q")).marshal()
+
+
+def _header_frame(flags: int, props: bytes, body_size: int) -> bytes:
+    payload = struct.pack(">HHQH", 60, 0, body_size, flags) + props
+    return struct.pack(">BHI", 2, 1, len(payload)) + payload + b"\xce"
+
+
+def test_odd_header_values_do_not_fail_a_delivery():
+    c = _Piped()
+    table = b"\x04whenT" + b"\xff" * 8 + b"\x03oddZ\x00\x00" + b"\x05laterS\x00\x00\x00\x01x"
+    headers = struct.pack(">I", len(table)) + table  # a timestamp beyond datetime, an unknown type
+    c.broker.sendall(_deliver_frame(7) + _header_frame(1 << 13, headers, 1) + frame.Body(1, b"b").marshal()
+                     + _delivery_frames(8, b"c", pika.BasicProperties()))
+    c.drain()
+    assert [g[0] for g in c.got] == [7, 8] and c.is_open
+    assert c.got[0][2].headers == {"when": 2**64 - 1}  # the unknown type 'Z' ends the table
+
+
+def test_a_frame_that_does_not_decode_drops_the_connection():
+    c = _Piped()
+    headers = struct.pack(">I", 100) + b"\x05"  # a table of 100 bytes that has 1
+    c.broker.sendall(_deliver_frame(1) + _header_frame(1 << 13, headers, 1))
+    with pytest.raises(ConnectionLost, match="undecodable frame"):
+        c.drain()
+    assert not c.is_open and c.got == []
+    c2 = _Piped()
+    c2.broker.sendall(struct.pack(">BHI", 1, 1, 10_000_000) + b"\x00")
+    with pytest.raises(ConnectionLost, match="over frame_max"):
+        c2.drain()
+    assert not c2.is_open
+
+
+def test_frames_waiting_in_the_socket_count_as_signs_of_life():
+    c = _Piped()
+    c.heartbeat_s = 1
+    c._last_recv = c._last_send = time.monotonic() - 5  # the caller stalled for 5 s
+    c.broker.sendall(frame.Heartbeat().marshal())
+    c.process(0)
+    assert c.is_open
+    assert c.broker.recv(100) == frame.Heartbeat().marshal()  # ours went out too
+    c._last_recv = time.monotonic() - 5
+    with pytest.raises(ConnectionLost, match="no frame from the broker"):
+        c.process(0)
+
+
+def test_deliveries_arriving_while_closing_are_not_handed_out():
+    c = _Piped()
+    c.broker.sendall(_delivery_frames(1, b"late", pika.BasicProperties())
+                     + frame.Method(0, spec.Connection.CloseOk()).marshal())
+    c.close()
+    assert c.got == [] and not c.is_open
+
+
+def test_client_properties_of_any_common_type_encode():
+    table = {"f": 1.5, "none": None, "list": [1, "a", [True]], "nested": {"x": 2}}
+    assert decode_table(encode_table(table), 0)[0] == table

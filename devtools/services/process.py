@@ -13,6 +13,7 @@ import random
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -68,22 +69,32 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now.
 
     Chosen below the kernel's ephemeral range, so that no client connection (our own
-    readiness probes included) can take it between choosing and binding it.
+    readiness probes included) can take it between choosing and binding it, and never
+    one this process handed out before: services start in parallel, and two of them
+    choosing the same port before either binds it would collide.
     """
     high = max(_ephemeral_low(), 10_001)
     for _ in range(200):
         port = random.randrange(10_000, high)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
+        with _handed_out_lock:
+            if port in _handed_out:
                 continue
-        if not port_open(port):
-            return port
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            if not port_open(port):
+                _handed_out.add(port)
+                return port
     raise ServiceError("no free TCP port found on 127.0.0.1 below the ephemeral range")
 
 

@@ -26,6 +26,14 @@ def test_taken_port_is_named(tmp_path):
             kafka.start(tmp_path / "k", {"broker": port, "controller": free_port()})
 
 
+def test_free_port_never_hands_out_a_port_twice_even_from_parallel_starts():
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        ports = list(pool.map(lambda _: free_port(), range(400)))
+    assert len(set(ports)) == len(ports)
+
+
 def test_free_port_is_bindable_and_below_ephemeral_range():
     port = free_port()
     with socket.socket() as s:

@@ -46,7 +46,21 @@ def amqp_url() -> str:
     return local.status()["rabbitmq"].endpoint
 
 
-def _kind(cmdline: str) -> str | None:
+def _processes() -> dict[int, str]:
+    """pid → command line of every process now."""
+    out = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                out[int(pid)] = f.read().decode(errors="replace")
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return out
+
+
+def _kind(pid: int, cmdline: str) -> str | None:
+    if pid == os.getpid():
+        return "bench"
     if "beam.smp" in cmdline:
         return "broker"
     if "pyspark.daemon" in cmdline or "pyspark.worker" in cmdline:
@@ -63,16 +77,16 @@ def cpu_now() -> dict[str, float]:
     pika consumer) and the whole machine (``busy``: all but idle and iowait)."""
     tck = os.sysconf("SC_CLK_TCK")
     out = dict.fromkeys(("broker", "spark_jvm", "source_runner", "python_workers", "bench", "busy"), 0.0)
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid, cmdline in _processes().items():
+        kind = _kind(pid, cmdline)
+        if kind is None:
+            continue
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                kind = "bench" if int(pid) == os.getpid() else _kind(f.read().decode(errors="replace"))
             with open(f"/proc/{pid}/stat") as f:
                 utime, stime, cutime, cstime = map(int, f.read().rsplit(")", 1)[1].split()[11:15])
-        except (FileNotFoundError, ProcessLookupError, ValueError):
+        except (FileNotFoundError, ProcessLookupError):
             continue
-        if kind is not None:
-            out[kind] += (utime + stime) / tck
+        out[kind] += (utime + stime) / tck
         if kind == "spark_jvm":
             out["source_runner"] += (cutime + cstime) / tck
     with open("/proc/stat") as f:
@@ -81,29 +95,21 @@ def cpu_now() -> dict[str, float]:
     return out
 
 
-def _jvm_children() -> list[str]:
+def _jvm_children() -> list[int]:
     """Child processes of Spark's JVM other than the Python daemons and Java's spawn helper."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    processes = _processes()
+    children: list[int] = []
+    for pid, cmdline in processes.items():
+        if _kind(pid, cmdline) != "spark_jvm":
+            continue
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if _kind(f.read().decode(errors="replace")) != "spark_jvm":
-                    continue
             for task in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{task}/children") as f:
-                    out += f.read().split()
+                    children += map(int, f.read().split())
         except (FileNotFoundError, ProcessLookupError):
             continue
-    kept = []
-    for child in out:
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as f:
-                cmd = f.read()
-        except FileNotFoundError:
-            continue
-        if b"pyspark.daemon" not in cmd and b"jspawnhelper" not in cmd:
-            kept.append(child)
-    return kept
+    return [c for c in children if c in processes and _kind(c, processes[c]) is None
+            and "jspawnhelper" not in processes[c]]
 
 
 def wait_source_runner_exit(timeout_s: float = 10.0) -> None:

@@ -98,17 +98,21 @@ class Options:
         raise OptionError(name, value, "true or false")
 
     def integer(
-        self, name: str, default: int | None, *, minimum: int | None = None
+        self, name: str, default: int | None, *, minimum: int | None = None, maximum: int | None = None
     ) -> int | None:
         value = self.get(name)
         if value is None or value.strip() == "":
             return default
-        accepted = "an integer" + (f" >= {minimum}" if minimum is not None else "")
+        if minimum is not None and maximum is not None:
+            accepted = f"an integer from {minimum} to {maximum}"
+        else:
+            accepted = "an integer" + (f" >= {minimum}" if minimum is not None else "") + (
+                f" <= {maximum}" if maximum is not None else "")
         try:
             parsed = int(value.strip())
         except ValueError:
             raise OptionError(name, value, accepted) from None
-        if minimum is not None and parsed < minimum:
+        if (minimum is not None and parsed < minimum) or (maximum is not None and parsed > maximum):
             raise OptionError(name, value, accepted)
         return parsed
 

@@ -428,7 +428,6 @@ class Connection:
             if end >= n:
                 break
             if data[end] != FRAME_END:
-                self._abandon()
                 raise ConnectionLost("malformed AMQP frame (no frame end)")
             content = self._content
             if kind == FRAME_BODY and content is not None:
@@ -465,20 +464,17 @@ class Connection:
                              routing_key, exchange, redelivered)
 
     def _on_method(self, ids: tuple[int, int], payload: bytes) -> None:
-        if ids == (10, 50):  # Connection.Close
-            code, pos = _U16.unpack_from(payload, 4)[0], 6
-            text = _shortstr(payload, pos)[0]
+        """A method other than Basic.Deliver. A close or cancel raises: ``_read`` then drops
+        the connection (it has one channel)."""
+        if ids in ((10, 50), (20, 40)):  # Connection.Close, Channel.Close
+            code, text = _U16.unpack_from(payload, 4)[0], _shortstr(payload, 6)[0]
             try:
-                self._send(method_frame(10, 51, channel=0))
+                self._send(method_frame(ids[0], ids[1] + 1, channel=CHANNEL if ids[0] == 20 else 0))
             except AmqpError:
                 pass
-            self._abandon()
-            raise ConnectionLost(f"the broker closed the connection: {code} {text}")
-        if ids == (20, 40):  # Channel.Close
-            code = _U16.unpack_from(payload, 4)[0]
-            text = _shortstr(payload, 6)[0]
-            self._send(method_frame(20, 41))
-            raise ChannelClosed(code, str(text))
+            if ids[0] == 10:
+                raise ConnectionLost(f"the broker closed the connection: {code} {text}")
+            raise ChannelClosed(code, text)
         if ids == (60, 30):  # Basic.Cancel: the queue was deleted
             raise ChannelClosed(404, "consumer cancelled by the broker (queue deleted?)")
         if ids == (20, 20):  # Channel.Flow

@@ -39,6 +39,7 @@ KNOWN = (
 MAX_PREFETCH = 65_535
 """AMQP's prefetch count is a 16-bit number: a batch holds at most this many deliveries."""
 
+
 @dataclass(frozen=True)
 class RabbitMQOptions:
     """Validated configuration of one ``jetrabbitmq`` stream (no runtime state)."""
@@ -90,9 +91,7 @@ class RabbitMQOptions:
         queue = o.string("queue", required=True)
         wal = o.string("walLocation", required=True)
         max_msgs = o.integer("maxMessagesPerTrigger", None, minimum=1)
-        prefetch = o.integer("prefetch", None, minimum=1)
-        if prefetch is not None and prefetch > MAX_PREFETCH:
-            raise OptionError("prefetch", prefetch, f"an integer from 1 to {MAX_PREFETCH} (AMQP's limit)")
+        prefetch = o.integer("prefetch", None, minimum=1, maximum=MAX_PREFETCH)
         if prefetch is None:  # room for the next batch while one waits for its commit
             prefetch = min(MAX_PREFETCH, max(10_000, 2 * (max_msgs or 0)))
         if max_msgs is not None and max_msgs > prefetch:

@@ -61,9 +61,13 @@ def partial_table(plan: Plan, keys: pa.Table, positions: dict[str, np.ndarray], 
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
-def dump_table(table: pa.Table, *, compress: bool = True) -> bytes:
+def dump_table(
+    table: pa.Table, *, compress: bool = True, metadata: dict[bytes, bytes] | None = None
+) -> bytes:
     """Arrow IPC stream bytes (LZ4 unless ``compress`` is false, e.g. for data Spark's
-    shuffle compresses anyway)."""
+    shuffle compresses anyway); ``metadata`` goes into the schema's metadata."""
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema, options=_IPC_OPTIONS if compress else None) as w:
         w.write_table(table)
@@ -72,6 +76,11 @@ def dump_table(table: pa.Table, *, compress: bool = True) -> bytes:
 
 def load_table(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+
+
+def schema_metadata(blob: bytes) -> dict[bytes, bytes]:
+    """The schema metadata of IPC stream bytes, without reading their batches."""
+    return pa.ipc.open_stream(pa.py_buffer(blob)).schema.metadata or {}
 
 
 def unpack_partials(frames: Iterator[pd.DataFrame], schema: pa.Schema) -> pa.Table | None:

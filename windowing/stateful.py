@@ -32,10 +32,13 @@ import pandas as pd
 import pyarrow as pa
 
 from jetspark.windowing.combine_to_window import StepResult, empty_output, step
-from jetspark.windowing.partials import dump_table, load_table, unpack_partials
+from jetspark.windowing.partials import dump_table, load_table, schema_metadata, unpack_partials
 from jetspark.windowing.plan import Plan
 
 STATE_DDL = "blob binary, emitted bigint"
+#: Key of the blob's schema metadata holding the bucket's registered timer (ms); a blob
+#: without it (written before the key existed) makes the processor list the timers instead.
+TIMER_KEY = b"jetspark.timer"
 def _timer_ms(next_close_us: int | None, watermark_ms: int) -> int | None:
     """The watermark in ms at which the bucket must wake up (ceil, in the future)."""
     if next_close_us is None:
@@ -53,8 +56,12 @@ class _Core:
 
     def run(
         self, blob: bytes | None, emitted_ms: int | None, partials: pa.Table | None, wm_ms: int
-    ) -> tuple[StepResult | None, bytes | None]:
-        state = load_table(blob) if blob else None
+    ) -> tuple[StepResult | None, bytes | None, int | None]:
+        """One step: (its result, the new state blob or None, the bucket's next timer or None).
+
+        The timer is also written into the blob (:data:`TIMER_KEY`), so the next call knows
+        which timer the bucket holds without asking Spark for it."""
+        state = _without_timer(load_table(blob)) if blob else None
         res = step(
             self.plan,
             state,
@@ -62,15 +69,35 @@ class _Core:
             None if emitted_ms is None else emitted_ms * 1000,
             wm_ms * 1000,
         )
-        new_blob = None
+        new_blob = timer = None
         if res is not None and res.state is not None and res.state.num_rows:
-            new_blob = dump_table(res.state)
-        return res, new_blob
+            timer = _timer_ms(res.next_close_us, wm_ms)
+            meta = None if timer is None else {TIMER_KEY: str(timer).encode()}
+            new_blob = dump_table(res.state, metadata=meta)
+        return res, new_blob, timer
 
     def output(self, res: StepResult | None) -> Iterator[pd.DataFrame]:
         out = res.output if res is not None else empty_output(self.plan, self.key_types)
         if out.num_rows:
             yield out.to_pandas()
+
+
+def _without_timer(table: pa.Table) -> pa.Table:
+    meta = table.schema.metadata
+    if not meta or TIMER_KEY not in meta:
+        return table
+    return table.replace_schema_metadata({k: v for k, v in meta.items() if k != TIMER_KEY} or None)
+
+
+def stored_timers(blob: bytes | None) -> set[int] | None:
+    """The timers a bucket holds, as its state blob records them (:data:`TIMER_KEY`): no state,
+    no timer; None when the blob predates the record (then Spark is asked)."""
+    if not blob:
+        return set()
+    meta = schema_metadata(blob)
+    if TIMER_KEY not in meta:
+        return None
+    return {int(meta[TIMER_KEY])}
 
 
 def pandas_with_state_function(plan: Plan, partial_schema: pa.Schema, key_types: dict):
@@ -81,13 +108,12 @@ def pandas_with_state_function(plan: Plan, partial_schema: pa.Schema, key_types:
         partials = None if state.hasTimedOut else unpack_partials(frames, core.partial_schema)
         blob, emitted = (state.get[0], state.get[1]) if state.exists else (None, None)
         wm = state.getCurrentWatermarkMs()
-        res, new_blob = core.run(blob, emitted, partials, wm)
+        res, new_blob, timer = core.run(blob, emitted, partials, wm)
         if new_blob is None:
             if state.exists:
                 state.remove()
         else:
             state.update((new_blob, wm))
-            timer = _timer_ms(res.next_close_us, wm)
             if timer is not None:
                 state.setTimeoutTimestamp(timer - 1 if timer - 1 >= max(wm, 1) else timer)
         yield from core.output(res)
@@ -115,11 +141,12 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
             ``handleExpiredTimer`` returns, so deleting it here too makes Spark warn that
             the timer does not exist; a timer that is already the next close stays as is.
             """
-            got = self.value.get() if self.value.exists() else None
+            got = self.value.get()  # None when the bucket has no state
             blob, emitted = (got[0], got[1]) if got else (None, None)
-            res, new_blob = core.run(blob, emitted, partials, wm)
-            timer = None if new_blob is None else _timer_ms(res.next_close_us, wm)
-            registered = set(self.handle.listTimers())
+            registered = stored_timers(blob)
+            if registered is None:
+                registered = set(self.handle.listTimers())
+            res, new_blob, timer = core.run(blob, emitted, partials, wm)
             for t in registered - {timer, firing}:
                 self.handle.deleteTimer(t)
             if new_blob is None:

@@ -1,0 +1,312 @@
+"""Benchmark, live: a producer at a steady rate, the default trigger, latency per window.
+
+A producer writes ``--rate`` events a second (event time = the wall clock, key one of
+``--keys``, value ``{"v": <float>}``) into a fresh 4-partition topic. Two pipelines read it
+in turn, each for ``--seconds``, with the default trigger (the next micro-batch as soon as
+the last one ends), a 1-second watermark lag and the RocksDB state store:
+
+* ``jetspark``: jetkafka (``read_kafka_stream``) → ``window_aggregate`` (count, sum) →
+  jetjdbc ``guarantee=exactly-once`` (two-phase commit);
+* ``spark``: ``format("kafka")`` → ``withWatermark`` → ``groupBy(window(…), key)`` (count,
+  sum) → ``foreachBatch`` appending with Spark's JDBC writer.
+
+Both write into a table with a column ``written_at timestamptz DEFAULT clock_timestamp()``;
+a window's latency is ``written_at − window_end`` over the windows of the steady part of
+the run (ends at least ``--warmup`` seconds after the query started, and before the
+producer stopped). For the two-phase sink ``written_at`` is the time of the task's COPY;
+the row becomes visible at the batch's ``COMMIT PREPARED``, a few ms to the batch's end
+later, so the figure is optimistic for jetspark by that much.
+
+Per micro-batch (steady part), from the query progress: the trigger's wall time and
+Spark's own durations (``latestOffset`` = the source's planning, ``addBatch`` = the
+stages, the state operator and the sink, ``walCommit``/``commitOffsets`` = the offset and
+commit logs, ``queryPlanning``), and the state operator's update and commit times.
+
+Cases (``--cases``, comma-separated names): ``tumbling-1s``, ``sliding-4s-1s``,
+``sliding-60s-1s`` (at ``--keys``), ``sliding-60s-1s-20k`` (20,000 keys), and
+``retained-10x`` (10× the keys and a 10× longer window of ``sliding-4s-1s``: 10× the
+retained state at the same input rate). ``--shuffle-partitions`` sets Spark's
+``spark.sql.shuffle.partitions`` for both (default 4; 200 is Spark's default).
+
+    .venv/bin/python bench/bench_live.py --cases tumbling-1s,sliding-4s-1s --repeat 3
+
+Runs alternate between the contenders (order reversed every other repetition); the
+median over runs is the headline figure, and the load average is printed with it. A
+report (JSON) is written to ``bench/reports/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from kafka_bench import write_report
+
+CONTENDERS = ("jetspark", "spark")
+LAG = "1 second"
+PARTITIONS = 4
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    size_s: int
+    slide_s: int
+    keys: int
+
+
+def cases(keys: int) -> dict[str, Case]:
+    return {c.name: c for c in (
+        Case("tumbling-1s", 1, 1, keys),
+        Case("sliding-4s-1s", 4, 1, keys),
+        Case("sliding-60s-1s", 60, 1, keys),
+        Case("sliding-60s-1s-20k", 60, 1, 20_000),
+        Case("retained-10x", 40, 1, keys * 10),
+    )}
+
+
+class Producer(threading.Thread):
+    """``rate`` events/s in 10-ms ticks, timestamped with the wall clock, until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str, rate: int, keys: int) -> None:
+        super().__init__(daemon=True)
+        from confluent_kafka import Producer as KafkaProducer
+
+        self.producer = KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.topic, self.rate, self.keys = topic, rate, keys
+        self.stop_event = threading.Event()
+        self.sent = 0
+        self.keys_bytes = [f"k{i}".encode() for i in range(keys)]
+
+    def run(self) -> None:
+        rng = np.random.default_rng(7)
+        t0 = time.monotonic()
+        while not self.stop_event.is_set():
+            due = int((time.monotonic() - t0) * self.rate)
+            now_ms = int(time.time() * 1000)
+            for k in rng.integers(0, self.keys, max(due - self.sent, 0)):
+                self.producer.produce(self.topic, key=self.keys_bytes[k], value=b'{"v": 1.5}',
+                                      timestamp=now_ms)
+                self.sent += 1
+            self.producer.poll(0)
+            time.sleep(0.01)
+        self.producer.flush(30)
+
+
+def make_table(dsn: str, table: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (key text, window_start timestamptz, window_end timestamptz, "
+                     "n bigint, total double precision, written_at timestamptz DEFAULT clock_timestamp())")
+
+
+def latencies(dsn: str, table: str, lo: float, hi: float) -> list[float]:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            f"SELECT extract(epoch FROM written_at - window_end) FROM {table} "
+            "WHERE window_end >= to_timestamp(%s) AND window_end <= to_timestamp(%s)", (lo, hi)).fetchall()
+    return [float(r[0]) for r in rows]
+
+
+def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
+    from pyspark.sql import functions as F
+
+    from jetspark.datasources import read_kafka_stream
+    from jetspark.windowing import ops, sliding, window_aggregate
+
+    src = read_kafka_stream(spark, {
+        "kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest",
+        "watermark.lag": LAG, "watermark.idleTimeout": "10 seconds"})
+    events = src.select(F.col("key").cast("string").alias("key"), "timestamp",
+                        F.get_json_object(F.col("value").cast("string"), "$.v").cast("double").alias("v"),
+                        "watermark", "heartbeat")
+    extra = {"state_api": args.state_api} | ({"buckets": args.buckets} if args.buckets else {})
+    windows = window_aggregate(events, key="key", time="timestamp",
+                               window=sliding(f"{case.size_s} seconds", f"{case.slide_s} seconds"),
+                               aggs={"n": ops.count(), "total": ops.sum_("v")}, **extra)
+    return (windows.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
+            .option("guarantee", "exactly-once").option("checkpointLocation", ck).start())
+
+
+def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, _args):
+    from pyspark.sql import functions as F
+
+    src = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+           .option("subscribe", topic).option("startingOffsets", "earliest").load())
+    events = src.select(F.col("key").cast("string").alias("key"), "timestamp",
+                        F.get_json_object(F.col("value").cast("string"), "$.v").cast("double").alias("v"))
+    w = F.window("timestamp", f"{case.size_s} seconds", f"{case.slide_s} seconds")
+    windows = (events.withWatermark("timestamp", LAG).groupBy(w.alias("w"), "key")
+               .agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("total"))
+               .select("key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
+                       "n", "total"))
+    jdbc_url, props = _jdbc(dsn)
+
+    def append(batch, _batch_id):
+        batch.write.jdbc(jdbc_url, table, mode="append", properties=props)
+
+    return windows.writeStream.foreachBatch(append).option("checkpointLocation", ck).start()
+
+
+def _jdbc(dsn: str) -> tuple[str, dict[str, str]]:
+    from urllib.parse import urlsplit
+
+    u = urlsplit(dsn)
+    props = {"driver": "org.postgresql.Driver", "user": u.username or ""}
+    if u.password:
+        props["password"] = u.password
+    return f"jdbc:postgresql://{u.hostname}:{u.port}{u.path}", props
+
+
+STARTERS = {"jetspark": jetspark_query, "spark": spark_query}
+DURATION_KEYS = ("triggerExecution", "latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",
+                 "commitOffsets")
+
+
+def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -> dict:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bootstrap, dsn = endpoints.kafka_bootstrap, endpoints.pg_dsn
+    topic = f"live_{uuid.uuid4().hex[:8]}"
+    table = f"live_{contender}_{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(timeout=30)
+    make_table(dsn, table)
+    spark.conf.set("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
+    producer = Producer(bootstrap, topic, args.rate, case.keys)
+    producer.start()
+    started = time.time()
+    query = STARTERS[contender](spark, bootstrap, topic, case, dsn, table, str(workdir / f"ck-{table}"), args)
+    try:
+        while time.time() - started < args.seconds:
+            if query.exception() is not None:
+                raise RuntimeError(f"{contender}: {query.exception()}")
+            time.sleep(0.5)
+        stopped = time.time()
+        lo, hi = started + args.warmup, stopped - case.size_s - 3
+        lat = latencies(dsn, table, lo, hi)
+    finally:
+        query.stop()
+        producer.stop_event.set()
+        producer.join()
+        admin.delete_topics([topic])
+    steady = [p for p in query.recentProgress
+              if _epoch(p["timestamp"]) >= started + args.warmup and _epoch(p["timestamp"]) <= stopped]
+    return {"contender": contender, "case": case.name, "windows": len(lat),
+            "latency": _dist(lat), "batches": len(steady),
+            "batch_ms": _median([p["durationMs"].get("triggerExecution", 0) for p in steady]),
+            "breakdown_ms": {k: _median([p["durationMs"].get(k, 0) for p in steady]) for k in DURATION_KEYS},
+            "state_ms": _state(steady), "rows_per_batch": _median([p["numInputRows"] for p in steady])}
+
+
+def _epoch(ts: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def _median(xs: list[float]) -> float:
+    return float(statistics.median(xs)) if xs else float("nan")
+
+
+def _dist(xs: list[float]) -> dict[str, float]:
+    if not xs:
+        return {q: float("nan") for q in ("p50", "p90", "p99", "max")}
+    a = np.asarray(xs)
+    return {"p50": float(np.percentile(a, 50)), "p90": float(np.percentile(a, 90)),
+            "p99": float(np.percentile(a, 99)), "max": float(a.max())}
+
+
+def _state(progress: list[dict]) -> dict[str, float]:
+    ops = [p["stateOperators"][0] for p in progress if p.get("stateOperators")]
+    return {"update": _median([o.get("allUpdatesTimeMs", 0) for o in ops]),
+            "commit": _median([o.get("commitTimeMs", 0) for o in ops]),
+            "rows_total": _median([o.get("numRowsTotal", 0) for o in ops])}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--cases", default="tumbling-1s,sliding-4s-1s,sliding-60s-1s-20k,retained-10x")
+    p.add_argument("--rate", type=int, default=2000, help="events per second")
+    p.add_argument("--keys", type=int, default=50)
+    p.add_argument("--seconds", type=float, default=45.0, help="length of one run")
+    p.add_argument("--warmup", type=float, default=12.0, help="seconds left out at the start of a run")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--shuffle-partitions", type=int, default=4)
+    p.add_argument("--contenders", default=",".join(CONTENDERS))
+    p.add_argument("--state-api", default="transformWithStateInPandas", help="window_aggregate's state_api")
+    p.add_argument("--buckets", type=int, default=None, help="window_aggregate's buckets")
+    p.add_argument("--conf", action="append", default=[], help="KEY=VALUE: a Spark setting for both")
+    args = p.parse_args()
+
+    from jetspark.devtools.maven import POSTGRES_JDBC, SPARK_KAFKA, spark_jars_conf
+    from jetspark.devtools.services import acquire
+    from jetspark.devtools.spark import local_session
+
+    all_cases = cases(args.keys)
+    chosen = [all_cases[c] for c in args.cases.split(",")]
+    contenders = args.contenders.split(",")
+    endpoints = acquire(["kafka", "postgres"]).endpoints
+    spark = local_session("bench-live", shuffle_partitions=args.shuffle_partitions,
+                          conf={**spark_jars_conf([*POSTGRES_JDBC, *SPARK_KAFKA]),
+                                "spark.sql.streaming.numRecentProgressUpdates": "10000",
+                                **dict(kv.split("=", 1) for kv in args.conf)})
+    workdir = Path(tempfile.mkdtemp(prefix="bench-live-"))
+    results: list[dict] = []
+    try:
+        for case in chosen:
+            for i in range(args.repeat):
+                for contender in contenders if i % 2 == 0 else contenders[::-1]:
+                    r = one_run(spark, endpoints, contender, case, args, workdir)
+                    results.append(r)
+                    lat = r["latency"]
+                    print(f"{case.name:20s} run {i + 1} {contender:8s} latency p50 {lat['p50']:.2f} s "
+                          f"p99 {lat['p99']:.2f} s max {lat['max']:.2f} s | batch {r['batch_ms']:.0f} ms "
+                          f"({r['batches']} batches, {r['rows_per_batch']:.0f} rows) | "
+                          f"{json.dumps(r['breakdown_ms'])} state {json.dumps(r['state_ms'])}", flush=True)
+        summary = _summary(results, chosen, contenders)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    load = os.getloadavg()
+    print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    write_report("live", {"args": vars(args), "runs": results, "summary": summary, "load_average": load})
+
+
+def _summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> dict:
+    out: dict = {}
+    print("\nmedians of the runs:")
+    for case in chosen:
+        row = {}
+        for c in contenders:
+            runs = [r for r in results if r["case"] == case.name and r["contender"] == c]
+            row[c] = {"p50": _median([r["latency"]["p50"] for r in runs]),
+                      "p90": _median([r["latency"]["p90"] for r in runs]),
+                      "p99": _median([r["latency"]["p99"] for r in runs]),
+                      "max": _median([r["latency"]["max"] for r in runs]),
+                      "batch_ms": _median([r["batch_ms"] for r in runs])}
+            print(f"  {case.name:20s} {c:8s} p50 {row[c]['p50']:.2f} s  p90 {row[c]['p90']:.2f} s  "
+                  f"p99 {row[c]['p99']:.2f} s  max {row[c]['max']:.2f} s  batch {row[c]['batch_ms']:.0f} ms")
+        if len(contenders) == 2:
+            a, b = (row[c] for c in contenders)
+            diff = a["batch_ms"] - b["batch_ms"]
+            print(f"  {case.name:20s} spark/jetspark latency p50 {b['p50'] / a['p50']:.2f}x "
+                  f"p99 {b['p99'] / a['p99']:.2f}x; batch jetspark − spark {diff:+.0f} ms")
+        out[case.name] = row
+    return out
+
+
+if __name__ == "__main__":
+    main()

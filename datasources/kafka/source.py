@@ -47,6 +47,7 @@ take the default), ``startingOffsetsByTimestamp`` / ``startingTimestamp`` (+
 ``endingOffsetsByTimestamp`` / ``endingTimestamp`` (batch only), ``maxOffsetsPerTrigger``,
 ``minOffsetsPerTrigger`` + ``maxTriggerDelay``, ``failOnDataLoss``, ``includeHeaders``,
 ``minPartitions``, ``groupIdPrefix``, ``kafkaConsumer.pollTimeoutMs``. Ours:
+``commitOffsetsToGroup`` (default false),
 ``watermark.lag`` (default 0), ``watermark.idleTimeout`` (default 60 s; 0 = never idle),
 ``watermark.lateRecords`` (drop | keep), ``watermark.advanceWhenIdle`` (default false: W
 holds when every partition is idle; true: it follows the wall clock, in steps of the idle
@@ -58,8 +59,10 @@ JSON value instead of the record timestamp, in an extra ``eventTime`` column (se
 each batch's records (a second read, on the driver), since the broker knows only record
 timestamps.
 
-Offsets never go to Kafka's consumer groups: they live in Spark's checkpoint (see
-:mod:`jetspark.datasources.kafka.offsets` for the JSON). Reads stop by offset, so
+Offsets live in Spark's checkpoint (see :mod:`jetspark.datasources.kafka.offsets` for the
+JSON); ``commitOffsetsToGroup`` also commits each batch's end offsets to the consumer group
+``kafka.group.id`` for Kafka's lag tools, never read back (:mod:`.group_commit`).
+``reportLatestOffset`` gives Spark's progress the log-end offsets (``latestOffset``). Reads stop by offset, so
 transactional topics (offset gaps, aborted records skipped under the default
 ``read_committed``) and compacted topics work.
 """
@@ -87,7 +90,8 @@ from pyspark.sql.streaming.datasource import (
 from jetspark import faults
 from jetspark.datasources.kafka.broker import KafkaBroker
 from jetspark.datasources.kafka.consumers import DataLossError
-from jetspark.datasources.kafka.offsets import KafkaOffset, TopicPartition, tp_key
+from jetspark.datasources.kafka.group_commit import GroupCommitter
+from jetspark.datasources.kafka.offsets import KafkaOffset, TopicPartition, nest, tp_key
 from jetspark.datasources.kafka.options import EARLIEST, LATEST, KafkaSourceOptions
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.scan import scan_max_timestamps
@@ -172,10 +176,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._broker: KafkaBroker | None = None
         self._target: dict[TopicPartition, int] | None = None
         self._last_trigger_ms: int | None = None
+        self._latest: dict[TopicPartition, int] | None = None
+        self._group: GroupCommitter | None = (
+            GroupCommitter(options.kafka) if options.commit_offsets_to_group else None)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_broker"] = None
+        state["_group"] = None
         return state
 
     @property
@@ -203,16 +211,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self.broker.latest(tps)
 
     def reportLatestOffset(self) -> dict | None:
-        return None
+        """The log-end offsets seen by the last ``latestOffset`` (``{"offsets": {topic:
+        {partition: offset}}}``, the shape of the end offset's ``offsets``), whatever the read
+        limit admitted: Spark's progress shows it as the source's ``latestOffset``."""
+        return None if self._latest is None else {"offsets": nest(self._latest)}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         faults.point("jetkafka.latest_offset")
         prev = KafkaOffset.from_json(start)
+        if self._group is not None and not prev.initial:
+            self._group.commit(prev.next)  # Spark asks from a batch's end once it has committed it
         tps = sorted(set(self.broker.topic_partitions()) | set(prev.next))
         if self._target is not None:
             tps = [tp for tp in tps if tp in self._target]
         earliest = self.broker.earliest(tps)
         latest = self.broker.latest(tps)
+        self._latest = dict(latest)
         if self._target is not None:
             latest = {tp: min(o, self._target[tp]) for tp, o in latest.items()}
         range_from: dict[TopicPartition, int] = dict(prev.next) if prev.initial else {}
@@ -342,12 +356,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read(self.settings, partition)
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: offsets live in Spark's checkpoint, never committed to Kafka."""
+        """Offsets live in Spark's checkpoint; with ``commitOffsetsToGroup`` the batch's end
+        offsets also go to the consumer group, for lag tools only (never read back)."""
+        if self._group is not None:
+            self._group.commit(KafkaOffset.from_json(end).next)
 
     def stop(self) -> None:
         if self._broker is not None:
             self._broker.close()
             self._broker = None
+        if self._group is not None:
+            self._group.close()
 
 
 def _max_ts(offset: KafkaOffset, tp: TopicPartition) -> int | None:

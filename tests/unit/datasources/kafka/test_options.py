@@ -133,3 +133,14 @@ def test_a_kafka_setting_librdkafka_rejects_is_named():
         validate_consumer_conf({"bootstrap.servers": "127.0.0.1:9", "group.id": "g",
                                 "fetch.max.bytes": "lots"})
     assert err.value.option == "kafka.fetch.max.bytes" and err.value.value == "lots"
+
+
+def test_commit_offsets_to_group_needs_a_group_id_and_a_stream():
+    assert not parse().commit_offsets_to_group
+    assert parse(**{"kafka.group.id": "lag", "commitOffsetsToGroup": "true"}).commit_offsets_to_group
+    with pytest.raises(OptionError) as err:
+        parse(commitOffsetsToGroup="true")
+    assert err.value.option == "commitOffsetsToGroup" and "kafka.group.id" in str(err.value)
+    with pytest.raises(OptionError, match="streaming queries only"):
+        parse(streaming=False, **{"kafka.group.id": "lag", "commitOffsetsToGroup": "true"})
+    assert not parse(streaming=False, commitOffsetsToGroup="false").commit_offsets_to_group

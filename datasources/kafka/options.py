@@ -27,8 +27,9 @@ KNOWN = (
     "startingOffsets", "startingOffsetsByTimestamp", "startingTimestamp",
     "startingOffsetsByTimestampStrategy", "endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp",
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
-    "failOnDataLoss", "includeHeaders", "minPartitions", "groupIdPrefix",
-    "kafkaConsumer.pollTimeoutMs", "maxRecordsPerChunk", "commitOffsetsToGroup",
+    "failOnDataLoss", "includeHeaders", "minPartitions", "maxRecordsPerPartition", "groupIdPrefix",
+    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+    "maxRecordsPerChunk", "commitOffsetsToGroup",
     *WATERMARK_OPTIONS,
     "watermark.maxTimestampFrom", "eventTime.field", "eventTime.format", "eventTime.onMalformed",
 )
@@ -88,6 +89,11 @@ class KafkaSourceOptions:
     """Event time from a JSON field of the value; None: the Kafka record timestamp."""
     commit_offsets_to_group: bool = False
     """Commit each batch's end offsets to ``kafka.group.id`` for lag tools (never read back)."""
+    max_records_per_partition: int | None = None
+    """Split a partition's range into tasks of at most this many offsets (Spark's option)."""
+    fetch_offset_retries: int = 3
+    """How often the driver retries a failed offset listing (Spark's ``fetchOffset.numRetries``)."""
+    fetch_offset_retry_interval_ms: int = 10
 
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None, *, streaming: bool) -> KafkaSourceOptions:
@@ -145,6 +151,9 @@ class KafkaSourceOptions:
             max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
             event_time=EventTimeSpec.parse(opts),
             commit_offsets_to_group=commit_to_group,
+            max_records_per_partition=opts.integer("maxRecordsPerPartition", None, minimum=1),
+            fetch_offset_retries=opts.integer("fetchOffset.numRetries", 3, minimum=0) or 0,
+            fetch_offset_retry_interval_ms=opts.integer("fetchOffset.retryIntervalMs", 10, minimum=0) or 0,
         )
 
     @property

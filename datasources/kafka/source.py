@@ -46,7 +46,8 @@ take the default), ``startingOffsetsByTimestamp`` / ``startingTimestamp`` (+
 ``startingOffsetsByTimestampStrategy`` error | latest), ``endingOffsets`` /
 ``endingOffsetsByTimestamp`` / ``endingTimestamp`` (batch only), ``maxOffsetsPerTrigger``,
 ``minOffsetsPerTrigger`` + ``maxTriggerDelay``, ``failOnDataLoss``, ``includeHeaders``,
-``minPartitions``, ``groupIdPrefix``, ``kafkaConsumer.pollTimeoutMs``. Ours:
+``minPartitions``, ``maxRecordsPerPartition``, ``groupIdPrefix``, ``kafkaConsumer.pollTimeoutMs``,
+``fetchOffset.numRetries`` / ``fetchOffset.retryIntervalMs``. Ours:
 ``commitOffsetsToGroup`` (default false),
 ``watermark.lag`` (default 0), ``watermark.idleTimeout`` (default 60 s; 0 = never idle),
 ``watermark.lateRecords`` (drop | keep), ``watermark.advanceWhenIdle`` (default false: W
@@ -135,22 +136,30 @@ def _read(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.Reco
     yield from read_range(settings, partition.spec, first=partition.first)
 
 
-def split_ranges(ranges: list[RangeSpec], min_partitions: int | None) -> list[RangeSpec]:
-    """Split big ranges so there are at least ``min_partitions`` tasks (Spark's minPartitions).
+def split_ranges(ranges: list[RangeSpec], min_partitions: int | None,
+                 max_records: int | None = None) -> list[RangeSpec]:
+    """Split big ranges, as Spark's Kafka source does: into pieces of at most ``max_records``
+    offsets (``maxRecordsPerPartition``), then, while there are fewer than ``min_partitions``
+    tasks, in proportion to their size (``minPartitions``).
 
     Pieces after the first of a range cannot know the running max event time of the
     records before them in the same batch: their late check uses the batch-start wm[p].
     """
+    if max_records:
+        ranges = [piece for r in ranges for piece in _pieces(r, -(-(r.end - r.start) // max_records))]
     total = sum(r.end - r.start for r in ranges)
     if not min_partitions or len(ranges) >= min_partitions or total == 0:
         return ranges
-    out = []
-    for r in ranges:
-        size = r.end - r.start
-        parts = max(1, round(size * min_partitions / total))
-        step = -(-size // parts)
-        out.extend(replace(r, start=lo, end=min(lo + step, r.end)) for lo in range(r.start, r.end, step))
-    return out
+    return [piece for r in ranges
+            for piece in _pieces(r, max(1, round((r.end - r.start) * min_partitions / total)))]
+
+
+def _pieces(r: RangeSpec, parts: int) -> list[RangeSpec]:
+    size = r.end - r.start
+    if parts <= 1 or size <= 1:
+        return [r]
+    step = -(-size // parts)
+    return [replace(r, start=lo, end=min(lo + step, r.end)) for lo in range(r.start, r.end, step)]
 
 
 def prorate(available: Mapping[TopicPartition, int], limit: int) -> dict[TopicPartition, int]:
@@ -346,7 +355,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             ranges.append(RangeSpec(tp[0], tp[1], begin, cur.next[tp],
                                     _max_ts(prev, tp), prev.tracker.watermark, cur.tracker.watermark))
-        ranges = split_ranges(ranges, self.options.min_partitions)
+        ranges = split_ranges(ranges, self.options.min_partitions, self.options.max_records_per_partition)
         moved_w = cur.tracker.watermark != prev.tracker.watermark
         if not ranges:
             return [Heartbeat(cur.tracker.watermark)] if moved_w else []
@@ -446,7 +455,8 @@ class KafkaBatchReader(DataSourceReader):
             if end[tp] > start[tp]:
                 ranges.append(RangeSpec(tp[0], tp[1], start[tp], end[tp], None, None, None,
                                         detect_late=False))
-        return [KafkaRange(r, first=False) for r in split_ranges(ranges, self.options.min_partitions)]
+        return [KafkaRange(r, first=False) for r in split_ranges(ranges, self.options.min_partitions,
+                                                                 self.options.max_records_per_partition)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if type(partition) is InputPartition:  # Spark's stand-in when partitions() is empty

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from jetspark.columns import HEARTBEAT, LATE, WATERMARK
+from jetspark.worker_python import warn_if_workers_lack_jetspark
 
 
 def ensure_registered(spark, source: type) -> None:
@@ -27,7 +28,8 @@ def read_stream(spark, source: type, options: Mapping[str, object], metrics_name
     watermark is the source's coalesced watermark W. Heartbeat rows (``heartbeat`` true: W
     moved without data, or stubs of dropped late records) stay in the stream, because Spark
     must see their watermark; drop them downstream with ``where(~col("heartbeat"))``
-    (jetspark's windowing does it for you).
+    (jetspark's windowing does it for you). Warns once when Spark's Python workers would run
+    an interpreter without jetspark (:mod:`jetspark.worker_python`).
 
     Unless ``metrics_name`` is None, each batch's ``query.lastProgress["observedMetrics"]
     [metrics_name]`` holds ``records`` (data rows), ``lateRecords`` (late records, dropped or
@@ -37,6 +39,7 @@ def read_stream(spark, source: type, options: Mapping[str, object], metrics_name
     """
     from pyspark.sql import functions as F
 
+    warn_if_workers_lack_jetspark(spark)
     ensure_registered(spark, source)
     reader = spark.readStream.format(source.name())
     for key, value in options.items():

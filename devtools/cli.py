@@ -14,9 +14,10 @@ def _services(args: argparse.Namespace) -> int:
 
     names = args.names or None
     if args.action == "fetch":
-        from jetspark.devtools.services.kafka import libs_dir
+        from jetspark.devtools.services.kafka import libs_dir, tools_jar
 
         print(f"kafka jars: {libs_dir()}")
+        print(f"kafka tools jar: {tools_jar()}")
     elif args.action == "up":
         endpoints, started = local.up(names)
         reused = [n for n in (names or SERVICES) if n not in started]

@@ -77,8 +77,9 @@ def resolve_jars(coordinates: Iterable[str]) -> list[Path]:
     )
 
 
-def copy_dependencies(pom: Path, output: Path, what: str) -> None:
-    """Resolve ``pom``'s runtime dependencies into ``output`` with Maven, all or nothing."""
+def copy_dependencies(pom: Path, output: Path, what: str, *, transitive: bool = True) -> None:
+    """Resolve ``pom``'s runtime dependencies into ``output`` with Maven, all or nothing
+    (``transitive=False``: only the ones the pom names)."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise JetsparkError(f"cannot fetch {what}: Maven ('mvn') is not installed")
@@ -86,7 +87,8 @@ def copy_dependencies(pom: Path, output: Path, what: str) -> None:
     shutil.rmtree(partial, ignore_errors=True)
     proc = subprocess.run(
         [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-         "-DincludeScope=runtime", f"-DoutputDirectory={partial}"],
+         "-DincludeScope=runtime", f"-DoutputDirectory={partial}",
+         *([] if transitive else ["-DexcludeTransitive=true"])],
         capture_output=True, text=True, check=False,
     )
     if proc.returncode != 0:

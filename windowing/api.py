@@ -52,6 +52,7 @@ from jetspark.windowing.definitions import WindowDefinition
 from jetspark.windowing.native import native_partial_fields, native_result
 from jetspark.windowing.plan import BUCKET, FRAME, Plan
 from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
+from jetspark.worker_python import warn_if_workers_lack_jetspark
 
 _DELAY_KEY = "spark.watermarkDelayMs"
 STATE_APIS = ("transformWithStateInPandas", "applyInPandasWithState")  # default first
@@ -91,8 +92,10 @@ def window_aggregate(
     event time goes — static: a ``pyspark.sql.Observation`` that receives ``{"rows": n}``
     once the result is computed; streaming: the name of the observed metric in the query's
     progress (default ``jetspark_null_event_time``; two window aggregations in one query
-    need two names).
+    need two names). Warns once when Spark's Python workers would run an interpreter without
+    jetspark (:mod:`jetspark.worker_python`).
     """
+    warn_if_workers_lack_jetspark(df.sparkSession)
     plan, heartbeat, partial_fields, out_schema = _prepare(df, key, time, window, aggs, deduct, engine)
     if state_api not in STATE_APIS:
         raise AggregateError(f"state_api must be one of {STATE_APIS}, got {state_api!r}")

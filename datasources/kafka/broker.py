@@ -103,15 +103,21 @@ class KafkaBroker:
         level = (IsolationLevel.READ_COMMITTED if self.options.isolation_committed
                  else IsolationLevel.READ_UNCOMMITTED)
         request = {KTopicPartition(t, p): spec for (t, p), spec in specs.items()}
-        try:
-            futures = self.admin.list_offsets(request, isolation_level=level, request_timeout=_TIMEOUT_S)
-            out = {}
-            for ktp, fut in futures.items():
-                info = fut.result(timeout=_TIMEOUT_S)
-                out[(ktp.topic, ktp.partition)] = (info.offset, info.timestamp)
-            return out
-        except KafkaException as e:
-            raise KafkaError(f"cannot list offsets of {sorted(specs)}: {e}") from None
+        retries = self.options.fetch_offset_retries  # fetchOffset.numRetries / .retryIntervalMs
+        for attempt in range(retries + 1):
+            try:
+                futures = self.admin.list_offsets(request, isolation_level=level, request_timeout=_TIMEOUT_S)
+                out = {}
+                for ktp, fut in futures.items():
+                    info = fut.result(timeout=_TIMEOUT_S)
+                    out[(ktp.topic, ktp.partition)] = (info.offset, info.timestamp)
+                return out
+            except KafkaException as e:
+                if attempt == retries:
+                    raise KafkaError(f"cannot list offsets of {sorted(specs)} ({attempt + 1} attempts): "
+                                     f"{e}") from None
+                time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
+        raise AssertionError("unreachable")
 
     def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: o for tp, (o, _) in self._list({tp: KOffsetSpec.earliest() for tp in tps}).items()}

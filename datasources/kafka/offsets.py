@@ -35,7 +35,7 @@ def tp_key(tp: TopicPartition) -> str:
     return partition_key(*tp)
 
 
-def _nest(values: Mapping[TopicPartition, object]) -> dict[str, dict[str, object]]:
+def nest(values: Mapping[TopicPartition, object]) -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {}
     for (topic, partition), value in sorted(values.items()):
         out.setdefault(topic, {})[str(partition)] = value
@@ -63,9 +63,9 @@ class KafkaOffset:
         return previous.next.get(tp)
 
     def to_json(self, lag_ms: int) -> dict:
-        out: dict = {"offsets": _nest(self.next)}
+        out: dict = {"offsets": nest(self.next)}
         if self.range_from:
-            out["from"] = _nest(self.range_from)
+            out["from"] = nest(self.range_from)
         if self.initial:
             out["initial"] = True
         out.update(self.tracker.to_json(lag_ms))

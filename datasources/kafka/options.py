@@ -27,14 +27,15 @@ KNOWN = (
     "startingOffsets", "startingOffsetsByTimestamp", "startingTimestamp",
     "startingOffsetsByTimestampStrategy", "endingOffsets", "endingOffsetsByTimestamp", "endingTimestamp",
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
-    "failOnDataLoss", "includeHeaders", "minPartitions", "groupIdPrefix",
-    "kafkaConsumer.pollTimeoutMs", "maxRecordsPerChunk",
+    "failOnDataLoss", "includeHeaders", "minPartitions", "maxRecordsPerPartition", "groupIdPrefix",
+    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+    "maxRecordsPerChunk", "commitOffsetsToGroup",
     *WATERMARK_OPTIONS,
     "watermark.maxTimestampFrom", "eventTime.field", "eventTime.format", "eventTime.onMalformed",
 )
 # librdkafka settings the source owns (Spark's Kafka source rejects the same ones).
 _OWNED_KAFKA = {
-    "enable.auto.commit": "the source never commits offsets to Kafka (they live in the checkpoint)",
+    "enable.auto.commit": "offsets live in the checkpoint; commitOffsetsToGroup commits them for lag tools",
     "auto.offset.reset": "use startingOffsets",
     "enable.partition.eof": "the source manages it",
 }
@@ -86,6 +87,13 @@ class KafkaSourceOptions:
     max_ts_from: str  # "auto" | "scan"
     event_time: EventTimeSpec | None = None
     """Event time from a JSON field of the value; None: the Kafka record timestamp."""
+    commit_offsets_to_group: bool = False
+    """Commit each batch's end offsets to ``kafka.group.id`` for lag tools (never read back)."""
+    max_records_per_partition: int | None = None
+    """Split a partition's range into tasks of at most this many offsets (Spark's option)."""
+    fetch_offset_retries: int = 3
+    """How often the driver retries a failed offset listing (Spark's ``fetchOffset.numRetries``)."""
+    fetch_offset_retry_interval_ms: int = 10
 
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None, *, streaming: bool) -> KafkaSourceOptions:
@@ -99,6 +107,7 @@ class KafkaSourceOptions:
             if key in kafka:
                 raise OptionError(f"kafka.{key}", kafka[key], f"not settable ({why})")
         group_prefix = opts.string("groupIdPrefix", "jetkafka")
+        commit_to_group = _commit_offsets_to_group(opts, "group.id" in kafka, streaming)
         kafka = dict(kafka)
         kafka.setdefault("group.id", f"{group_prefix}-{uuid.uuid4().hex[:12]}")
         subscription = _subscription(opts)
@@ -141,6 +150,10 @@ class KafkaSourceOptions:
             keep_late=marks.keep_late,
             max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
             event_time=EventTimeSpec.parse(opts),
+            commit_offsets_to_group=commit_to_group,
+            max_records_per_partition=opts.integer("maxRecordsPerPartition", None, minimum=1),
+            fetch_offset_retries=opts.integer("fetchOffset.numRetries", 3, minimum=0) or 0,
+            fetch_offset_retry_interval_ms=opts.integer("fetchOffset.retryIntervalMs", 10, minimum=0) or 0,
         )
 
     @property
@@ -152,6 +165,19 @@ class KafkaSourceOptions:
     def isolation_committed(self) -> bool:
         """librdkafka reads committed data only unless ``kafka.isolation.level`` says otherwise."""
         return self.kafka.get("isolation.level", "read_committed") == "read_committed"
+
+
+def _commit_offsets_to_group(opts: Options, has_group_id: bool, streaming: bool) -> bool:
+    """``commitOffsetsToGroup``: only with a group the user named, only in a streaming query."""
+    wanted = opts.boolean("commitOffsetsToGroup", False)
+    if wanted and not has_group_id:
+        raise OptionError("commitOffsetsToGroup", opts.get("commitOffsetsToGroup"),
+                          "true only together with kafka.group.id (the consumer group to commit to), "
+                          "else false")
+    if wanted and not streaming:
+        raise OptionError("commitOffsetsToGroup", opts.get("commitOffsetsToGroup"),
+                          "false in a batch read (streaming queries only)")
+    return wanted
 
 
 def _subscription(opts: Options) -> Subscription:

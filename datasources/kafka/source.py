@@ -46,7 +46,9 @@ take the default), ``startingOffsetsByTimestamp`` / ``startingTimestamp`` (+
 ``startingOffsetsByTimestampStrategy`` error | latest), ``endingOffsets`` /
 ``endingOffsetsByTimestamp`` / ``endingTimestamp`` (batch only), ``maxOffsetsPerTrigger``,
 ``minOffsetsPerTrigger`` + ``maxTriggerDelay``, ``failOnDataLoss``, ``includeHeaders``,
-``minPartitions``, ``groupIdPrefix``, ``kafkaConsumer.pollTimeoutMs``. Ours:
+``minPartitions``, ``maxRecordsPerPartition``, ``groupIdPrefix``, ``kafkaConsumer.pollTimeoutMs``,
+``fetchOffset.numRetries`` / ``fetchOffset.retryIntervalMs``. Ours:
+``commitOffsetsToGroup`` (default false),
 ``watermark.lag`` (default 0), ``watermark.idleTimeout`` (default 60 s; 0 = never idle),
 ``watermark.lateRecords`` (drop | keep), ``watermark.advanceWhenIdle`` (default false: W
 holds when every partition is idle; true: it follows the wall clock, in steps of the idle
@@ -58,8 +60,10 @@ JSON value instead of the record timestamp, in an extra ``eventTime`` column (se
 each batch's records (a second read, on the driver), since the broker knows only record
 timestamps.
 
-Offsets never go to Kafka's consumer groups: they live in Spark's checkpoint (see
-:mod:`jetspark.datasources.kafka.offsets` for the JSON). Reads stop by offset, so
+Offsets live in Spark's checkpoint (see :mod:`jetspark.datasources.kafka.offsets` for the
+JSON); ``commitOffsetsToGroup`` also commits each batch's end offsets to the consumer group
+``kafka.group.id`` for Kafka's lag tools, never read back (:mod:`.group_commit`).
+``reportLatestOffset`` gives Spark's progress the log-end offsets (``latestOffset``). Reads stop by offset, so
 transactional topics (offset gaps, aborted records skipped under the default
 ``read_committed``) and compacted topics work.
 """
@@ -87,7 +91,8 @@ from pyspark.sql.streaming.datasource import (
 from jetspark import faults
 from jetspark.datasources.kafka.broker import KafkaBroker
 from jetspark.datasources.kafka.consumers import DataLossError
-from jetspark.datasources.kafka.offsets import KafkaOffset, TopicPartition, tp_key
+from jetspark.datasources.kafka.group_commit import GroupCommitter
+from jetspark.datasources.kafka.offsets import KafkaOffset, TopicPartition, nest, tp_key
 from jetspark.datasources.kafka.options import EARLIEST, LATEST, KafkaSourceOptions
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.scan import scan_max_timestamps
@@ -131,22 +136,30 @@ def _read(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.Reco
     yield from read_range(settings, partition.spec, first=partition.first)
 
 
-def split_ranges(ranges: list[RangeSpec], min_partitions: int | None) -> list[RangeSpec]:
-    """Split big ranges so there are at least ``min_partitions`` tasks (Spark's minPartitions).
+def split_ranges(ranges: list[RangeSpec], min_partitions: int | None,
+                 max_records: int | None = None) -> list[RangeSpec]:
+    """Split big ranges, as Spark's Kafka source does: into pieces of at most ``max_records``
+    offsets (``maxRecordsPerPartition``), then, while there are fewer than ``min_partitions``
+    tasks, in proportion to their size (``minPartitions``).
 
     Pieces after the first of a range cannot know the running max event time of the
     records before them in the same batch: their late check uses the batch-start wm[p].
     """
+    if max_records:
+        ranges = [piece for r in ranges for piece in _pieces(r, -(-(r.end - r.start) // max_records))]
     total = sum(r.end - r.start for r in ranges)
     if not min_partitions or len(ranges) >= min_partitions or total == 0:
         return ranges
-    out = []
-    for r in ranges:
-        size = r.end - r.start
-        parts = max(1, round(size * min_partitions / total))
-        step = -(-size // parts)
-        out.extend(replace(r, start=lo, end=min(lo + step, r.end)) for lo in range(r.start, r.end, step))
-    return out
+    return [piece for r in ranges
+            for piece in _pieces(r, max(1, round((r.end - r.start) * min_partitions / total)))]
+
+
+def _pieces(r: RangeSpec, parts: int) -> list[RangeSpec]:
+    size = r.end - r.start
+    if parts <= 1 or size <= 1:
+        return [r]
+    step = -(-size // parts)
+    return [replace(r, start=lo, end=min(lo + step, r.end)) for lo in range(r.start, r.end, step)]
 
 
 def prorate(available: Mapping[TopicPartition, int], limit: int) -> dict[TopicPartition, int]:
@@ -172,10 +185,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._broker: KafkaBroker | None = None
         self._target: dict[TopicPartition, int] | None = None
         self._last_trigger_ms: int | None = None
+        self._latest: dict[TopicPartition, int] | None = None
+        self._group: GroupCommitter | None = (
+            GroupCommitter(options.kafka) if options.commit_offsets_to_group else None)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_broker"] = None
+        state["_group"] = None
         return state
 
     @property
@@ -203,16 +220,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self.broker.latest(tps)
 
     def reportLatestOffset(self) -> dict | None:
-        return None
+        """The log-end offsets seen by the last ``latestOffset`` (``{"offsets": {topic:
+        {partition: offset}}}``, the shape of the end offset's ``offsets``), whatever the read
+        limit admitted: Spark's progress shows it as the source's ``latestOffset``."""
+        return None if self._latest is None else {"offsets": nest(self._latest)}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         faults.point("jetkafka.latest_offset")
         prev = KafkaOffset.from_json(start)
+        if self._group is not None and not prev.initial:
+            self._group.commit(prev.next)  # Spark asks from a batch's end once it has committed it
         tps = sorted(set(self.broker.topic_partitions()) | set(prev.next))
         if self._target is not None:
             tps = [tp for tp in tps if tp in self._target]
         earliest = self.broker.earliest(tps)
         latest = self.broker.latest(tps)
+        self._latest = dict(latest)
         if self._target is not None:
             latest = {tp: min(o, self._target[tp]) for tp, o in latest.items()}
         range_from: dict[TopicPartition, int] = dict(prev.next) if prev.initial else {}
@@ -332,7 +355,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             ranges.append(RangeSpec(tp[0], tp[1], begin, cur.next[tp],
                                     _max_ts(prev, tp), prev.tracker.watermark, cur.tracker.watermark))
-        ranges = split_ranges(ranges, self.options.min_partitions)
+        ranges = split_ranges(ranges, self.options.min_partitions, self.options.max_records_per_partition)
         moved_w = cur.tracker.watermark != prev.tracker.watermark
         if not ranges:
             return [Heartbeat(cur.tracker.watermark)] if moved_w else []
@@ -342,12 +365,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read(self.settings, partition)
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: offsets live in Spark's checkpoint, never committed to Kafka."""
+        """Offsets live in Spark's checkpoint; with ``commitOffsetsToGroup`` the batch's end
+        offsets also go to the consumer group, for lag tools only (never read back)."""
+        if self._group is not None:
+            self._group.commit(KafkaOffset.from_json(end).next)
 
     def stop(self) -> None:
         if self._broker is not None:
             self._broker.close()
             self._broker = None
+        if self._group is not None:
+            self._group.close()
 
 
 def _max_ts(offset: KafkaOffset, tp: TopicPartition) -> int | None:
@@ -427,7 +455,8 @@ class KafkaBatchReader(DataSourceReader):
             if end[tp] > start[tp]:
                 ranges.append(RangeSpec(tp[0], tp[1], start[tp], end[tp], None, None, None,
                                         detect_late=False))
-        return [KafkaRange(r, first=False) for r in split_ranges(ranges, self.options.min_partitions)]
+        return [KafkaRange(r, first=False) for r in split_ranges(ranges, self.options.min_partitions,
+                                                                 self.options.max_records_per_partition)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if type(partition) is InputPartition:  # Spark's stand-in when partitions() is empty

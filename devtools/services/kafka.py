@@ -45,6 +45,33 @@ def libs_dir() -> Path:
     return target
 
 
+def tools_jar() -> Path:
+    """Kafka's command-line tools jar (``kafka-tools``), resolved once into the cache; the
+    tools run on :func:`libs_dir`'s jars plus this one (``JETSPARK_KAFKA_TOOLS_JAR``)."""
+    explicit = os.environ.get("JETSPARK_KAFKA_TOOLS_JAR")
+    if explicit:
+        return Path(explicit)
+    target = cache_dir() / f"kafka-tools-{KAFKA_VERSION}" / "libs"
+    jar = target / f"kafka-tools-{KAFKA_VERSION}.jar"
+    if not jar.exists():
+        try:
+            copy_dependencies(_resource("kafka-tools-pom.xml"), target, f"Kafka {KAFKA_VERSION} tools jar",
+                              transitive=False)
+        except JetsparkError as e:
+            raise ServiceError(f"kafka: {e}") from None
+    return jar
+
+
+def tool_command(main: str, *args: str) -> list[str]:
+    """The command line of one of Kafka's tools, as its ``bin/*.sh`` script runs it, e.g.
+    ``tool_command(CONSUMER_GROUPS, "--bootstrap-server", bs, "--describe", "--group", g)``."""
+    return _java(libs_dir(), main, *args, extra_classpath=(tools_jar(),))
+
+
+CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+"""What ``kafka-consumer-groups.sh`` runs."""
+
+
 def _server_properties(data_dir: Path, port: int, controller_port: int) -> str:
     return f"""\
 process.roles=broker,controller
@@ -71,7 +98,8 @@ log.retention.check.interval.ms=5000
 """
 
 
-def _java(libs: Path, main: str, *args: str, heap: str = "256m") -> list[str]:
+def _java(libs: Path, main: str, *args: str, heap: str = "256m",
+          extra_classpath: tuple[Path, ...] = ()) -> list[str]:
     java = shutil.which("java")
     if java is None:
         raise ServiceError("kafka: no 'java' on PATH; Kafka needs a Java 17+ runtime")
@@ -79,7 +107,7 @@ def _java(libs: Path, main: str, *args: str, heap: str = "256m") -> list[str]:
         java, f"-Xmx{heap}", "-Xms128m", "-XX:+UseG1GC",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={_resource('kafka-log4j2.xml')}",
-        "-cp", f"{libs}/*", main, *args,
+        "-cp", os.pathsep.join([f"{libs}/*", *map(str, extra_classpath)]), main, *args,
     ]
 
 

@@ -35,7 +35,7 @@ COMMITS = SinkCommits(
     old_modes={"exactly-once": TASK, "transactional": TASK, "idempotent": NONE, "at-least-once": NONE})
 
 KNOWN = ("topic", "guarantee", "commit", "sinkId", "transactionalIdPrefix", "markerTopic",
-         *SPARK_WRITER_OPTIONS)
+         "includeHeaders", *SPARK_WRITER_OPTIONS)
 # Producer settings the sink owns (Spark's Kafka sink refuses its serializers the same way).
 MANAGED = ("transactional.id", "key.serializer", "value.serializer", "enable.idempotence")
 _SECRET_KEY = re.compile(r"password|secret|token|key\.password|sasl\.oauthbearer\.config", re.IGNORECASE)
@@ -90,6 +90,8 @@ class KafkaSinkOptions:
             if key in producer:
                 raise OptionError(f"kafka.{key}", "***" if _SECRET_KEY.search(key) else producer[key],
                                   "not settable: the sink sets it from option 'commit' (and 'sinkId')")
+        # Spark's sink accepts it; as there, a ``headers`` column is written whenever it is present
+        opts.boolean("includeHeaders", False)
         sink_id = opts.string("sinkId")
         if sink_id is not None and not SINK_ID_RE.match(sink_id):
             raise OptionError("sinkId", sink_id, SINK_ID_ACCEPTED)

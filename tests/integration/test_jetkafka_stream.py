@@ -120,6 +120,15 @@ def test_batch_read_between_offsets(jk, kafka_bootstrap, kafka_topic):
     assert df.rdd.getNumPartitions() >= 4
 
 
+def test_max_records_per_partition_splits_a_batch_read_into_tasks(jk, kafka_bootstrap, kafka_topic):
+    topic = kafka_topic(1)
+    produce(kafka_bootstrap, topic, numbered(0, 0, 20))
+    df = (jk.read.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+          .option("subscribe", topic).option("maxRecordsPerPartition", "6").load())
+    assert sorted(r.offset for r in df.collect()) == list(range(20))
+    assert df.rdd.getNumPartitions() == 4  # 20 offsets in pieces of at most 6
+
+
 def test_new_partition_is_discovered_and_read_from_the_start(jk, kafka_bootstrap, kafka_topic, tmp_path):
     topic = kafka_topic(1)
     produce(kafka_bootstrap, topic, numbered(0, 0, 5))

@@ -112,6 +112,18 @@ def test_split_ranges_for_min_partitions_covers_every_offset_once():
     assert split_ranges(ranges, None) == ranges
 
 
+def test_split_ranges_for_max_records_per_partition_then_min_partitions():
+    ranges = [RangeSpec("t", 0, 0, 100, None, None, None), RangeSpec("t", 1, 50, 60, None, None, None)]
+    pieces = split_ranges(ranges, None, 30)
+    assert [(p.partition, p.start, p.end) for p in pieces] == [
+        (0, 0, 25), (0, 25, 50), (0, 50, 75), (0, 75, 100), (1, 50, 60)]
+    assert 9 <= len(split_ranges(ranges, 10, 30)) <= 11  # 5 pieces are too few: about minPartitions
+    assert max(p.end - p.start for p in split_ranges(ranges, 2, 30)) <= 30
+    assert parse(maxRecordsPerPartition="30").max_records_per_partition == 30
+    with pytest.raises(OptionError):
+        parse(maxRecordsPerPartition="0")
+
+
 def test_format_module_exposes_default_source():
     # Loaded from its file: it is only importable by name once pyproject lists it.
     path = Path(__file__).resolve().parents[4] / "formats" / "pyspark_jetkafka.py"
@@ -133,3 +145,54 @@ def test_a_kafka_setting_librdkafka_rejects_is_named():
         validate_consumer_conf({"bootstrap.servers": "127.0.0.1:9", "group.id": "g",
                                 "fetch.max.bytes": "lots"})
     assert err.value.option == "kafka.fetch.max.bytes" and err.value.value == "lots"
+
+
+def test_commit_offsets_to_group_needs_a_group_id_and_a_stream():
+    assert not parse().commit_offsets_to_group
+    assert parse(**{"kafka.group.id": "lag", "commitOffsetsToGroup": "true"}).commit_offsets_to_group
+    with pytest.raises(OptionError) as err:
+        parse(commitOffsetsToGroup="true")
+    assert err.value.option == "commitOffsetsToGroup" and "kafka.group.id" in str(err.value)
+    with pytest.raises(OptionError, match="streaming queries only"):
+        parse(streaming=False, **{"kafka.group.id": "lag", "commitOffsetsToGroup": "true"})
+    assert not parse(streaming=False, commitOffsetsToGroup="false").commit_offsets_to_group
+
+
+class _FlakyAdmin:
+    """list_offsets fails ``failures`` times, then answers offset 7 for every partition."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.calls = 0
+
+    def list_offsets(self, request, **_):
+        from concurrent.futures import Future
+        from types import SimpleNamespace
+
+        from confluent_kafka import KafkaException
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise KafkaException("broker not available")
+        out = {}
+        for ktp in request:
+            fut: Future = Future()
+            fut.set_result(SimpleNamespace(offset=7, timestamp=-1))
+            out[ktp] = fut
+        return out
+
+
+@pytest.mark.parametrize(("retries", "failures", "ok"), [("3", 3, True), ("1", 2, False), ("0", 0, True)])
+def test_fetch_offset_retries_like_sparks_option(retries, failures, ok):
+    from jetspark.datasources.kafka.broker import KafkaBroker, KafkaError
+
+    options = parse(**{"fetchOffset.numRetries": retries, "fetchOffset.retryIntervalMs": "0"})
+    assert parse().fetch_offset_retries == 3 and parse().fetch_offset_retry_interval_ms == 10
+    broker = KafkaBroker(options)
+    broker._admin = admin = _FlakyAdmin(failures)
+    if ok:
+        assert broker.latest([("t", 0)]) == {("t", 0): 7}
+    else:
+        with pytest.raises(KafkaError, match="2 attempts"):
+            broker.latest([("t", 0)])
+    assert admin.calls == min(failures, int(retries)) + 1

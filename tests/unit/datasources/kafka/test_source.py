@@ -203,3 +203,45 @@ def test_records_arriving_meanwhile_extend_the_batch_to_the_max_timestamp_record
     broker.high[(T, 0)] = 5
     end = limited.latestOffset(start, ReadMaxRows(100))
     assert end["offsets"][T] == {"0": 5, "1": 5} and end["partitions"][T]["0"]["maxTs"] == 1_004
+
+
+class FakeGroup:
+    def __init__(self) -> None:
+        self.commits: list[dict] = []
+
+    def commit(self, offsets) -> None:
+        self.commits.append(dict(offsets))
+
+    def close(self) -> None:
+        pass
+
+
+def test_latest_offset_is_reported_whatever_the_limit_admitted(setup):
+    broker, make = setup
+    reader, _ = make(maxOffsetsPerTrigger="4")
+    assert reader.reportLatestOffset() is None
+    broker.high = {(T, 0): 10, (T, 1): 6}
+    end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(4))
+    assert sum(end["offsets"][T].values()) <= 4  # the limit admitted part of the backlog
+    assert reader.reportLatestOffset() == {"offsets": {T: {"0": 10, "1": 6}}}
+
+
+def test_group_gets_a_batch_end_only_once_spark_has_committed_the_batch(setup):
+    broker, make = setup
+    reader, _ = make(**{"kafka.group.id": "lag", "commitOffsetsToGroup": "true"})
+    group = reader._group = FakeGroup()
+    broker.high = {(T, 0): 3, (T, 1): 2}
+    first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert group.commits == []  # the initial offset is no batch's end
+    broker.high = {(T, 0): 5, (T, 1): 2}
+    reader.latestOffset(first, ReadAllAvailable())  # Spark plans batch 1: batch 0 is committed
+    assert group.commits == [{(T, 0): 3, (T, 1): 2}]
+    reader.commit(first)
+    assert group.commits[-1] == {(T, 0): 3, (T, 1): 2}
+
+
+def test_without_the_option_nothing_is_committed_to_a_group(setup):
+    _, make = setup
+    reader, _ = make()
+    assert reader._group is None
+    reader.commit({"offsets": {T: {"0": 1}}})

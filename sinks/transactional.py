@@ -19,9 +19,10 @@ A third resource (MariaDB XA, …) is a new subclass; the algorithm below stays 
 
 from __future__ import annotations
 
+import itertools
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -121,10 +122,28 @@ class TransactionalResource(ABC):
         self.close()
 
 
+def _with_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch] | None:
+    """``batches`` from the first one with rows on, or None when none has a row (all consumed)."""
+    it = iter(batches)
+    for batch in it:
+        if batch.num_rows:
+            return itertools.chain((batch,), it)
+    return None
+
+
 def write_partition(
     resource: TransactionalResource, key: PartitionKey, batches: Iterable[pa.RecordBatch]
 ) -> SinkCommitMessage:
-    """Run one task's transaction; with remote commit, leave it prepared for the driver."""
+    """Run one task's transaction; with remote commit, leave it prepared for the driver.
+
+    A partition without rows opens no transaction and writes no marker: a replay of it has
+    no rows either (replays are deterministic), so there is nothing to write once. This
+    keeps a batch's prepared transactions to its partitions with rows (Spark's default of
+    200 shuffle partitions would otherwise hold 200 of PostgreSQL's
+    ``max_prepared_transactions`` per micro-batch) and costs an empty task no connection."""
+    batches = _with_rows(batches)
+    if batches is None:
+        return SinkCommitMessage(key.sink_id, key.batch_id, key.partition_id, key.attempt, 0)
     if resource.recover(key):
         for _ in batches:  # the replayed partition is already in the sink: consume, skip
             pass

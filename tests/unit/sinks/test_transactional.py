@@ -137,3 +137,27 @@ def test_abort_rolls_back_every_prepared_handle():
     msgs = [write_partition(r, PartitionKey("s", 0, p, 0), _batches(p)) for p in (0, 1)]
     abort_batch(r, [*msgs, None, SinkCommitMessage("s", 0, 2, 0, 0, skipped=True)])
     assert r.store["prepared"] == {} and r.store["rows"] == []
+
+
+class UntouchableResource(MemoryResource):
+    def recover(self, key):
+        raise AssertionError("an empty partition must not reach the resource")
+
+
+@pytest.mark.parametrize("remote", [True, False])
+def test_a_partition_without_rows_opens_no_transaction_and_writes_no_marker(remote):
+    r = UntouchableResource(remote=remote)
+    empty = iter([pa.RecordBatch.from_pydict({"id": []}), pa.RecordBatch.from_pydict({"id": []})])
+    msg = write_partition(r, PartitionKey("s", 3, 7, 0), empty)
+    assert (msg.rows, msg.handle, msg.skipped) == (0, None, False)
+    assert r.store == {"prepared": {}, "rows": [], "markers": set()} and r.log == []
+    commit_batch(MemoryResource(remote=remote), [msg], 3)  # the driver has nothing to commit for it
+
+
+def test_rows_after_empty_batches_are_all_written():
+    r = MemoryResource(remote=True)
+    batches = iter([pa.RecordBatch.from_pydict({"id": []}), pa.RecordBatch.from_pydict({"id": [1, 2]}),
+                    pa.RecordBatch.from_pydict({"id": [3]})])
+    msg = write_partition(r, PartitionKey("s", 0, 0, 0), batches)
+    commit_batch(r, [msg], 0)
+    assert msg.rows == 3 and r.store["rows"] == [1, 2, 3] and r.store["markers"] == {("s", 0, 0)}

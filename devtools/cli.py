@@ -67,7 +67,11 @@ def _inspect(args: argparse.Namespace) -> int:
                          rabbitmq_api=args.rabbitmq_api, wal_location=args.wal_location)
         print(json.dumps(report.to_json()) if args.json else report.text(), flush=True)
         if args.plot:
-            report.plot(args.plot)
+            try:
+                report.plot(args.plot)
+            except OSError as e:
+                raise JetsparkError(
+                    f"--plot {args.plot}: cannot write the picture ({e.strerror or e})") from None
         return 1 if report.errors else 0
 
     if args.follow is None:

@@ -292,7 +292,7 @@ def test_cli_json_plot_and_bounded_follow(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count(f"query id   {QUERY_ID}") == 2 and "batches    2..2 shown" in out
     assert main(["inspect", str(tmp_path / "nothing")]) == 1
-    assert "not a streaming checkpoint" in capsys.readouterr().err
+    assert "nothing: no such folder" in capsys.readouterr().err
 
 
 # -- the listener's parsing ------------------------------------------------------------------------

@@ -287,6 +287,29 @@ def _late(batch_id: int, sources: tuple[SourceOffset, ...], prev: BatchInfo | No
     return total if known else None
 
 
+def committed_kafka_offsets(cp: Checkpoint) -> tuple[int | None, list[tuple[str, int, int]]]:
+    """The jetkafka partitions' committed end offsets: ``(batch, [(topic, partition, next offset)])``
+    of the newest committed batch shown; without one, the first batch's starting offsets
+    (``from``, batch None). A partition's lag is the broker's end offset minus this offset:
+    what a consumer group committed after each batch would show."""
+    done = [b for b in cp.batches if b.committed]
+    if done:
+        return done[-1].batch_id, [(p.topic, p.partition, p.next_offset) for s in done[-1].sources
+                                   if s.kind == JETKAFKA for p in s.partitions
+                                   if p.topic is not None and p.partition is not None
+                                   and p.next_offset is not None]
+    tps: list[tuple[str, int, int]] = []
+    for s in cp.batches[0].sources if cp.batches else ():
+        start = s.raw.get("from") if s.kind == JETKAFKA and isinstance(s.raw, Mapping) else None
+        try:
+            for topic, parts in (start or {}).items():
+                tps += sorted((topic, int(p), int(o)) for p, o in parts.items())
+        except (ValueError, TypeError, AttributeError):
+            raise CheckpointError(f"{cp.path}: batch {cp.batches[0].batch_id}'s jetkafka starting "
+                                  "offsets ('from') are not partition numbers and offsets") from None
+    return None, tps
+
+
 # -- formatting -----------------------------------------------------------------------------
 def iso(ms: int | None) -> str:
     """Epoch ms as ``2026-01-01 12:00:05.250`` (UTC); ``-`` for None."""

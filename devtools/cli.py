@@ -60,15 +60,33 @@ def _inspect(args: argparse.Namespace) -> int:
     import json
     import time
 
+    from jetspark.inspect import credentials
     from jetspark.inspect.report import inspect
+
+    creds = credentials.load(pg_password_file=args.pg_password_file,
+                             amqp_password_file=args.amqp_password_file,
+                             kafka_config_file=args.kafka_config)
+    pg_instead = f"{credentials.PG_PASSWORD_ENV}, PGPASSWORD, ~/.pgpass or --pg-password-file"
+    amqp_instead = f"{credentials.AMQP_PASSWORD_ENV} or --amqp-password-file"
+    for option, url, instead in (("--pg", args.pg, pg_instead), ("--amqp", args.amqp, amqp_instead),
+                                 ("--rabbitmq-api", args.rabbitmq_api, amqp_instead)):
+        if url and credentials.url_has_password(url):
+            print(f"jetspark: warning: {option} carries a password, which other local users can read in "
+                  f"the process list and which stays in the shell's history; use {instead}",
+                  file=sys.stderr)
 
     def once() -> int:
         report = inspect(args.checkpoint, last=args.batches, kafka=args.kafka, pg=args.pg,
                          sink_id=args.sink_id, amqp=args.amqp, queue=args.queue,
-                         rabbitmq_api=args.rabbitmq_api, wal_location=args.wal_location)
+                         rabbitmq_api=args.rabbitmq_api, wal_location=args.wal_location,
+                         credentials=creds)
         print(json.dumps(report.to_json()) if args.json else report.text(), flush=True)
         if args.plot:
-            report.plot(args.plot)
+            try:
+                report.plot(args.plot)
+            except OSError as e:
+                raise JetsparkError(
+                    f"--plot {args.plot}: cannot write the picture ({e.strerror or e})") from None
         return 1 if report.errors else 0
 
     if args.follow is None:
@@ -123,13 +141,23 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("checkpoint", help="the query's checkpointLocation (a local folder)")
     ins.add_argument("--batches", type=int, default=20, help="show the newest N batches (0: all; default 20)")
     ins.add_argument("--kafka", metavar="BOOTSTRAP", help="Kafka bootstrap servers: each partition's lag")
+    ins.add_argument("--kafka-config", metavar="FILE",
+                     help="librdkafka settings, key=value lines (security.protocol, sasl.*, ssl.*, "
+                          "bootstrap.servers), for a secured cluster")
     ins.add_argument("--pg", metavar="URL",
-                     help="jetjdbc's url: the sink's prepared transactions and their age")
+                     help="jetjdbc's url: the sink's prepared transactions and their age "
+                          "(password: JETSPARK_PG_PASSWORD, PGPASSWORD, ~/.pgpass or --pg-password-file)")
+    ins.add_argument("--pg-password-file", metavar="FILE",
+                     help="the PostgreSQL password: the file's first line")
     ins.add_argument("--sink-id", help="jetjdbc sinkId (default: the query id, as jetjdbc's default)")
-    ins.add_argument("--amqp", metavar="URL", help="RabbitMQ URL (with --queue): ready messages, consumers")
+    ins.add_argument("--amqp", metavar="URL",
+                     help="RabbitMQ URL (with --queue): ready messages, consumers "
+                          "(password: JETSPARK_AMQP_PASSWORD or --amqp-password-file)")
+    ins.add_argument("--amqp-password-file", metavar="FILE",
+                     help="the RabbitMQ password (also the management API's): the file's first line")
     ins.add_argument("--queue", help="the jetrabbitmq queue")
     ins.add_argument("--rabbitmq-api", metavar="URL",
-                     help="management plugin URL (http://user:pass@host:15672) for the unacked count")
+                     help="management plugin URL (http://user@host:15672) for the unacked count")
     ins.add_argument("--wal-location", metavar="PATH",
                      help="jetrabbitmq walLocation: WAL, dedup and lease files")
     ins.add_argument("--json", action="store_true", help="one JSON object per report")

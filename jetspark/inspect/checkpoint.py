@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -185,32 +186,61 @@ def _batch_ids(folder: str) -> list[int]:
 def parse_offset_entry(text: str, where: str = "offsets") -> tuple[dict, list[object]]:
     """An ``offsets/<batchId>`` file: (its metadata, each source's offset JSON or None)."""
     lines = text.split("\n")
-    if not lines or not lines[0].startswith("v"):
-        raise CheckpointError(f"{where}: not a Spark offset log entry (no version line)")
+    if not re.fullmatch(r"v\d+", lines[0].strip()):
+        raise CheckpointError(f"{where}: not a Spark offset log entry (no version line such as 'v1')")
     try:
         meta = json.loads(lines[1]) if len(lines) > 1 and lines[1].strip() else {}
         sources = [None if line.strip() == "-" else json.loads(line) for line in lines[2:] if line.strip()]
     except ValueError as e:
         raise CheckpointError(f"{where}: a line is not JSON ({e})") from None
-    return meta, sources
+    if not isinstance(meta, Mapping):
+        raise CheckpointError(f"{where}: the batch metadata (line 2) is not a JSON object")
+    return dict(meta), sources
+
+
+def _read_text(path: str) -> str | None:
+    """A checkpoint file's text; None when it does not exist (purged by Spark meanwhile)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{path}: not a text file: not written by Spark") from None
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def _query_id(path: str) -> str | None:
+    """The ``id`` of the checkpoint's ``metadata`` file (None when the file is missing)."""
+    metadata = os.path.join(path, "metadata")
+    text = _read_text(metadata)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text.split("\n", 1)[0])
+    except ValueError:
+        data = None
+    if not isinstance(data, Mapping) or not isinstance(data.get("id"), str):
+        raise CheckpointError(
+            f'{metadata}: not a Spark checkpoint metadata file (expected {{"id": "<query id>"}})')
+    return data["id"]
 
 
 def read_checkpoint(path: str, last: int | None = None) -> Checkpoint:
     """Read ``path`` (a local checkpoint folder); ``last``: only the newest that many batches.
 
-    Raises :class:`CheckpointError` when ``path`` has no offset log.
+    Raises :class:`CheckpointError`, naming the file, when ``path`` has no offset log or a file
+    in it is not what Spark writes (a corrupt or foreign checkpoint).
     """
     path = path.removeprefix("file://")
     offsets_dir, commits_dir = os.path.join(path, "offsets"), os.path.join(path, "commits")
+    if not os.path.exists(path):
+        raise CheckpointError(f"{path}: no such folder")
     if not os.path.isdir(offsets_dir):
         raise CheckpointError(
             f"{path}: no offsets/ folder: not a streaming checkpoint, or no batch planned yet")
-    query_id = None
-    try:
-        with open(os.path.join(path, "metadata")) as f:
-            query_id = json.loads(f.readline()).get("id")
-    except (FileNotFoundError, ValueError):
-        pass
+    query_id = _query_id(path)
     ids = _batch_ids(offsets_dir)
     committed = set(_batch_ids(commits_dir))
     first = ids[0] if ids else None
@@ -220,14 +250,17 @@ def read_checkpoint(path: str, last: int | None = None) -> Checkpoint:
     prev: BatchInfo | None = None
     for batch_id in chosen:
         entry = os.path.join(offsets_dir, str(batch_id))
-        try:
-            with open(entry) as f:
-                meta, raw = parse_offset_entry(f.read(), entry)
-        except FileNotFoundError:  # purged by Spark meanwhile
+        text = _read_text(entry)
+        if text is None:  # purged by Spark meanwhile
             continue
-        sources = tuple(parse_source_offset(i, s) for i, s in enumerate(raw))
-        b = BatchInfo(batch_id, batch_id in committed, _int(meta.get("batchWatermarkMs")) or None,
-                      _int(meta.get("batchTimestampMs")), sources, _late(batch_id, sources, prev))
+        meta, raw = parse_offset_entry(text, entry)
+        try:
+            sources = tuple(parse_source_offset(i, s) for i, s in enumerate(raw))
+            b = BatchInfo(batch_id, batch_id in committed, _int(meta.get("batchWatermarkMs")) or None,
+                          _int(meta.get("batchTimestampMs")), sources, _late(batch_id, sources, prev))
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise CheckpointError(f"{entry}: a source offset or the batch metadata has an unexpected "
+                                  f"value ({type(e).__name__}: {e})") from None
         batches.append(b)
         prev = b
     if last is not None and last > 0:
@@ -254,12 +287,38 @@ def _late(batch_id: int, sources: tuple[SourceOffset, ...], prev: BatchInfo | No
     return total if known else None
 
 
+def committed_kafka_offsets(cp: Checkpoint) -> tuple[int | None, list[tuple[str, int, int]]]:
+    """The jetkafka partitions' committed end offsets: ``(batch, [(topic, partition, next offset)])``
+    of the newest committed batch shown; without one, the first batch's starting offsets
+    (``from``, batch None). A partition's lag is the broker's end offset minus this offset:
+    what a consumer group committed after each batch would show."""
+    done = [b for b in cp.batches if b.committed]
+    if done:
+        return done[-1].batch_id, [(p.topic, p.partition, p.next_offset) for s in done[-1].sources
+                                   if s.kind == JETKAFKA for p in s.partitions
+                                   if p.topic is not None and p.partition is not None
+                                   and p.next_offset is not None]
+    tps: list[tuple[str, int, int]] = []
+    for s in cp.batches[0].sources if cp.batches else ():
+        start = s.raw.get("from") if s.kind == JETKAFKA and isinstance(s.raw, Mapping) else None
+        try:
+            for topic, parts in (start or {}).items():
+                tps += sorted((topic, int(p), int(o)) for p, o in parts.items())
+        except (ValueError, TypeError, AttributeError):
+            raise CheckpointError(f"{cp.path}: batch {cp.batches[0].batch_id}'s jetkafka starting "
+                                  "offsets ('from') are not partition numbers and offsets") from None
+    return None, tps
+
+
 # -- formatting -----------------------------------------------------------------------------
 def iso(ms: int | None) -> str:
     """Epoch ms as ``2026-01-01 12:00:05.250`` (UTC); ``-`` for None."""
     if ms is None:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    except (OverflowError, ValueError, OSError):  # beyond datetime's years 1..9999
+        return f"{ms} ms"
 
 
 def seconds(ms: int | None) -> str:

@@ -20,11 +20,13 @@ from jetspark.inspect.checkpoint import (
     JETKAFKA,
     BatchInfo,
     Checkpoint,
+    committed_kafka_offsets,
     iso,
     read_checkpoint,
     seconds,
     slowest_of,
 )
+from jetspark.inspect.credentials import Credentials
 from jetspark.inspect.services import (
     PartitionLag,
     PreparedTransaction,
@@ -35,6 +37,11 @@ from jetspark.inspect.services import (
     queue_state,
     wal_state,
 )
+from jetspark.redaction import scrub
+
+LATE_NOTE = ("late: jetkafka's late records are not in the checkpoint (its offsets are decided "
+             "before the batch is read); each batch's count is in the query's progress, "
+             "observedMetrics lateRecords, which WatermarkListener logs")
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,9 @@ class Report:
     prepared: list[PreparedTransaction] | None = None
     errors: list[str] = field(default_factory=list)
     """Services that could not be asked, with the reason (the rest of the report stands)."""
+    lag_batch: int | None = None
+    """The committed batch whose end offsets the Kafka lags are measured from (None: the
+    query's starting offsets, no batch committed yet)."""
 
     # -- JSON -------------------------------------------------------------------------------
     def to_json(self) -> dict:
@@ -61,6 +71,7 @@ class Report:
             "replayBatch": c.replay_batch,
             "batches": [_batch_json(b) for b in c.batches],
             "kafka": None if self.kafka is None else [{**asdict(p), "lag": p.lag} for p in self.kafka],
+            "kafkaLagBatch": self.lag_batch,
             "queue": None if self.queue is None else asdict(self.queue),
             "wal": None if self.wal is None else asdict(self.wal),
             "sinkId": self.sink_id,
@@ -84,9 +95,20 @@ class Report:
             kinds = sorted({f"{s.index}: {s.kind}" for s in c.last.sources})  # type: ignore[union-attr]
             out.append(f"sources    {', '.join(kinds) or '-'}")
             header = ["batch", "state", "W", "Spark watermark", "late", "slowest (behind)", "idle"]
-            out += ["", *_table(header, [_batch_row(b) for b in c.batches])]
+            rows = [_batch_row(b) for b in c.batches]
+            if all(b.late is None for b in c.batches):  # no source of these batches records them
+                header.remove("late")
+                rows = [r[:4] + r[5:] for r in rows]
+            out += ["", *_table(header, rows)]
+            if any(s.kind == JETKAFKA for b in c.batches for s in b.sources):
+                out.append(LATE_NOTE)
             out += ["", f"partitions after batch {c.last.batch_id}:"]  # type: ignore[union-attr]
             out += _partition_table(c.last, self.kafka, self.taken_ms)  # type: ignore[arg-type]
+            if self.kafka is not None:
+                after = (f"batch {self.lag_batch}, the last committed" if self.lag_batch is not None
+                         else "the query's starting offsets (no batch committed yet)")
+                out.append(f"lag: the broker's end offset minus the committed offset, the next offset "
+                           f"after {after}")
         if self.queue is not None:
             q = self.queue
             unacked = str(q.unacked) if q.unacked is not None else "- (give the management API URL)"
@@ -179,8 +201,10 @@ def _partition_table(b: BatchInfo, lags: list[PartitionLag] | None, now_ms: int)
         lag = by_tp.get((p.topic, p.partition)) if p.topic is not None else None
         advanced = "-" if p.progress_ms is None else f"{seconds(max(0, now_ms - p.progress_ms))} ago"
         rows.append([label, iso(p.max_ts), iso(p.wm), "yes" if p.idle else "no", advanced, _s(p.next_offset),
-                     "-" if lag is None else str(lag.end), "-" if lag is None else str(lag.lag)])
-    header = ["partition", "maxTs", "wm", "idle", "last advanced", "next offset", "end offset", "lag"]
+                     "-" if lag is None else str(lag.offset), "-" if lag is None else str(lag.end),
+                     "-" if lag is None else str(lag.lag)])
+    header = ["partition", "maxTs", "wm", "idle", "last advanced", "next offset", "committed", "end offset",
+              "lag"]
     return _table(header, rows)
 
 
@@ -192,37 +216,46 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def inspect(checkpoint: str, *, last: int | None = 20, kafka: str | None = None, pg: str | None = None,
             sink_id: str | None = None, amqp: str | None = None, queue: str | None = None,
             rabbitmq_api: str | None = None, wal_location: str | None = None,
+            credentials: Credentials | None = None, timeout_s: float = 10.0,
             clock: Callable[[], int] = lambda: time.time_ns() // 1_000_000) -> Report:
     """Read ``checkpoint`` (the newest ``last`` batches; None or 0: all) and ask the given services.
 
     ``kafka``: bootstrap servers — lag of each jetkafka partition behind the broker's end
     offset; ``pg`` (+ ``sink_id``, default the query id): the jetjdbc sink's prepared
     transactions; ``amqp`` + ``queue`` (+ ``rabbitmq_api``, the management plugin's URL):
-    the queue's counts; ``wal_location``: jetrabbitmq's WAL, dedup and lease files. A service
-    that cannot be asked is named in ``Report.errors``.
+    the queue's counts; ``wal_location``: jetrabbitmq's WAL, dedup and lease files;
+    ``credentials``: passwords and Kafka settings (:mod:`jetspark.inspect.credentials`; a
+    ``bootstrap.servers`` there stands for ``kafka``). A service that cannot be asked is named
+    in ``Report.errors``, which never show a credential; ``timeout_s`` bounds each Kafka request.
     """
     cp = read_checkpoint(checkpoint, last)
+    creds = credentials or Credentials()
     errors: list[str] = []
 
     def ask(what: str, call: Callable[[], object]) -> object:
         try:
             return call()
         except JetsparkError as e:
-            errors.append(f"{what}: {e}")
+            errors.append(f"{what}: {scrub(str(e), creds.secrets())}")
             return None
 
-    lags = None
+    if kafka is None:
+        kafka = creds.kafka_config.get("bootstrap.servers")
+
+    lags, basis = None, None
     if kafka is not None:
-        tps = [(p.topic, p.partition, p.next_offset) for s in (cp.last.sources if cp.last else ())
-               if s.kind == JETKAFKA for p in s.partitions if p.next_offset is not None]
-        lags = ask("kafka", lambda: kafka_lag(kafka, tps))  # type: ignore[arg-type]
+        basis, tps = committed_kafka_offsets(cp)
+        lags = ask("kafka", lambda: kafka_lag(kafka, tps, timeout_s=timeout_s,
+                                              config=creds.kafka_config))  # type: ignore[arg-type]
     q = None
     if amqp is not None:
         if queue is None:
             errors.append("rabbitmq: give the queue name too")
         else:
-            q = ask("rabbitmq", lambda: queue_state(amqp, queue, rabbitmq_api))
+            q = ask("rabbitmq", lambda: queue_state(amqp, queue, rabbitmq_api, creds.amqp_password))
     wal = wal_state(wal_location) if wal_location is not None else None
     sid = sink_id or cp.query_id
-    prepared = ask("postgresql", lambda: prepared_transactions(pg, sid)) if pg is not None else None
-    return Report(cp, clock(), lags, q, wal, sid if pg is not None else None, prepared, errors)  # type: ignore[arg-type]
+    prepared = (ask("postgresql", lambda: prepared_transactions(pg, sid, creds.pg_password))
+                if pg is not None else None)
+    return Report(cp, clock(), lags, q, wal, sid if pg is not None else None, prepared,  # type: ignore[arg-type]
+                  errors, lag_batch=basis)

@@ -5,8 +5,10 @@ jetkafka → jetkafka ``exactly-once``), two drivers start on the same checkpoin
 ``walLocation``) either at the same time or one while the other is held mid-run at a fault
 point; a last run on the checkpoint then finishes whatever a failed driver left. The output
 holds every input exactly once, nothing stays unacked in the queue or prepared in
-PostgreSQL, and no transaction stays open in the output topic. On the queue path the
-second driver stops with the lease error before it consumes anything.
+PostgreSQL, and no transaction stays open in the output topic. The tests show that the
+drivers overlapped (a driver held at its gate cannot end, so one that ended meanwhile ran
+beside it), and on the queue path which one was refused: the one without the lease stops
+with the lease error before it consumes anything, while the holder finishes undisturbed.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ PATHS = [("rabbitmq", "jdbc"), ("kafka", "jdbc"), ("kafka", "kafka")]
 # Where the first driver is held while the second one starts: mid-run, with a batch
 # committed and the next one written to the WAL (queue) or prepared in the sink (Kafka).
 HOLD_AT = {"rabbitmq": "rabbitmq.after_wal_write@2:hold", "kafka": "sink.after_prepare@2:hold"}
+# How a held jetkafka driver is refused once the second finished the query: Spark's commit log
+# already holds its batch (jetjdbc), or the second's transactional producer fenced its own.
+FIRST_REFUSED_BY = {"jdbc": "CONCURRENT_STREAM_LOG_UPDATE", "kafka": "fenced by a newer instance"}
 
 
 @pytest.fixture
@@ -109,27 +114,69 @@ def test_second_driver_joining_a_running_one(pipeline, tmp_path, rabbit_queue):
         if c["source"] == "rabbitmq":
             held = queue_counts(rabbit_queue)
         second = start_script(SCRIPT, json.dumps(c), state_dir=tmp_path).wait()
+        # the drivers overlapped: the first was held mid-run for the whole of the second's run
+        assert first.proc.poll() is None, "the first driver ended while it should have been held"
         if c["source"] == "rabbitmq":  # refused before consuming: the queue is as the first left it
             assert second.returncode == 1 and LEASE_ERROR in second.output, second.output[-4000:]
+            assert "DONE" not in second.output
             assert queue_counts(rabbit_queue) == held
+        else:  # no lease on Kafka: the second runs the query to its end on the shared checkpoint
+            assert second.returncode == 0 and "DONE" in second.output, second.output[-4000:]
     finally:
         gate.touch()
     first_run = first.wait()
     if c["source"] == "rabbitmq":  # the lease holder was never disturbed
         first_run.check_ok()
+        assert "DONE" in first_run.output
+    else:  # the held first is the one refused when it resumes: its batch is the second's by now
+        assert first_run.returncode == 1 and "DONE" not in first_run.output, first_run.output[-4000:]
+        assert FIRST_REFUSED_BY[c["sink"]] in first_run.output, first_run.output[-4000:]
     _finish(c, tmp_path)
     check()
 
 
 @pytest.mark.parametrize("pipeline", PATHS, indirect=True, ids=["-".join(p) for p in PATHS])
 def test_two_drivers_started_together(pipeline, tmp_path):
+    """Both start at once, each armed to hold mid-run behind a gate of its own, so neither can
+    finish before the test opens the gates: whichever ends first (refused) ended while the other
+    still ran, and two held at once ran at once."""
     c, check = pipeline
-    a = start_script(SCRIPT, json.dumps(c), state_dir=tmp_path)
-    b = start_script(SCRIPT, json.dumps(c), state_dir=tmp_path)
-    runs = [a.wait(), b.wait()]
+    gates = [tmp_path / "gate-a", tmp_path / "gate-b"]
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    drivers = [start_script(SCRIPT, json.dumps(c), fault=HOLD_AT[c["source"]], state_dir=tmp_path / d,
+                            env={"JETSPARK_FAULT_GATE": str(g)}) for d, g in zip("ab", gates, strict=True)]
+    try:
+        held, ended = _until_overlap(drivers, gates)
+        assert len(held) + len(ended) == 2 and held, "no driver reached its hold point"
+        if c["source"] == "rabbitmq":  # one holds the lease; the other was refused meanwhile
+            (refused,) = ended
+            run = drivers[refused].wait()
+            assert run.returncode == 1 and LEASE_ERROR in run.output, run.output[-4000:]
+            assert "DONE" not in run.output
+            assert drivers[held[0]].proc.poll() is None  # still held: the two overlapped
+    finally:
+        for g in gates:
+            g.touch()
+    runs = [d.wait() for d in drivers]
     for run in runs:  # each either finished or stopped with an error; never killed or hung
         assert run.returncode in (0, 1), run.output[-4000:]
-    if c["source"] == "rabbitmq" and all(r.returncode == 1 for r in runs):
-        assert any(LEASE_ERROR in r.output for r in runs)
+    if c["source"] == "rabbitmq":
+        (holder,) = held
+        runs[holder].check_ok()
+        assert "DONE" in runs[holder].output
     _finish(c, tmp_path)
     check()
+
+
+def _until_overlap(drivers: list, gates: list[Path], timeout_s: float = 240) -> tuple[list[int], list[int]]:
+    """Until every driver is either held at its gate or ended: (held ones, ended ones). A held
+    driver cannot end before its gate opens, so an ended one ended while the held ones ran."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        held = [i for i, g in enumerate(gates) if Path(f"{g}.held").exists()]
+        ended = [i for i, d in enumerate(drivers) if i not in held and d.proc.poll() is not None]
+        if len(held) + len(ended) == len(drivers):
+            return held, ended
+        assert time.monotonic() < deadline, "the drivers neither reached their hold points nor ended"
+        time.sleep(0.1)

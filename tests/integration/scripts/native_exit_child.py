@@ -3,7 +3,8 @@
 ``python native_exit_child.py <bootstrap> <mode>``; mode ``atexit``: jetkafka's exit hook closes
 the pooled consumers; ``finalize``: the hook is unregistered, so every consumer is still open
 when the interpreter finalizes. librdkafka's ``generic`` debug log (stderr) shows which
-consumers were destroyed ("Terminating instance").
+consumers were destroyed ("Terminating instance", named by client.id); a ``control``
+consumer closed before exit shows that the log reports a destroy.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ for n in range(4):
 assert len(consumers._POOL) == 4
 HELD = NativeConsumer(consumers.consumer_conf({**base, "client.id": "held"}))
 HELD.assign("native_exit", 0, 0)
+control = NativeConsumer(consumers.consumer_conf({**base, "client.id": "control"}))
+control.close()  # destroyed before exit in both modes: shows how the log reports a destroy
 if mode == "finalize":
     atexit.unregister(consumers.close_pooled_consumers)
 print("exiting", flush=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from jetspark.errors import OptionError
-from jetspark.sinks import guarantees
 from jetspark.sinks.guarantees import COMMITS, GIVES, GUARANTEES
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
 from jetspark.sinks.kafka.options import KafkaSinkOptions
@@ -26,10 +25,16 @@ def _error(fmt: str, **options: str) -> OptionError:
     return e.value
 
 
-def test_every_commit_gives_one_guarantee():
-    assert set(GIVES) == set(COMMITS) and set(GIVES.values()) == set(GUARANTEES)
-    assert GIVES["two-phase"] == GIVES["task"] == GIVES["upsert"] == "exactly-once"
-    assert GIVES["none"] == "at-least-once"
+@pytest.mark.parametrize("commit, gives", [
+    ("two-phase", "exactly-once"), ("task", "exactly-once"), ("upsert", "exactly-once"),
+    ("none", "at-least-once"),
+])
+def test_each_commit_is_accepted_with_exactly_one_guarantee(commit, gives):
+    o = _parse("jetjdbc", guarantee=gives, commit=commit)
+    assert (o.guarantee, o.commit) == (gives, commit)
+    other = next(g for g in ("exactly-once", "at-least-once") if g != gives)
+    e = _error("jetjdbc", guarantee=other, commit=commit)
+    assert e.option == "commit" and f"(commit={commit} gives {gives})" in e.accepted
 
 
 @pytest.mark.parametrize("fmt, guarantee, commit", [
@@ -102,10 +107,20 @@ def test_an_unknown_old_word_still_names_the_new_options():
     assert "option 'mode' is gone: the options are 'guarantee'" in e.accepted and "commit=task" in e.accepted
 
 
-def test_the_words_are_typed_constants():
-    assert GUARANTEES == ("exactly-once", "at-least-once")
-    assert COMMITS == ("two-phase", "task", "upsert", "none")
-    assert (guarantees.TWO_PHASE, guarantees.TASK, guarantees.UPSERT, guarantees.NONE) == COMMITS
+@pytest.mark.parametrize("option, word", [
+    ("commit", "two_phase"), ("commit", "2pc"), ("commit", "exactly-once"),
+    ("guarantee", "exactly_once"), ("guarantee", "at-most-once"), ("guarantee", "task"),
+])
+def test_only_the_documented_words_are_accepted(option, word):
+    e = _error("jetjdbc", **{option: word})
+    assert e.option == option and e.value == word
+    listed = "two-phase | task | upsert | none" if option == "commit" else "exactly-once"
+    assert listed in e.accepted and "at-least-once" in e.accepted
+
+
+def test_words_are_case_and_space_insensitive():
+    o = _parse("jetjdbc", guarantee=" At-Least-Once ", commit=" NONE ")
+    assert (o.guarantee, o.commit) == ("at-least-once", "none")
 
 
 def test_readme_table_of_the_sink_words_matches_the_formats():

@@ -110,3 +110,116 @@ def test_takeover_from_another_host_ignores_its_clock(tmp_path):
     other._clock = lambda: now[0] - 3_600_000
     with pytest.raises(LeaseHeldError):
         Lease(str(tmp_path), 10_000, clock=lambda: now[0]).acquire(sleep=sleep)
+
+
+# -- the renewal thread's loop, driven tick by tick --------------------------------------------
+class Ticks:
+    """Stands in for the lease's stop event: ``wait`` returns False (go on) ``n`` times, each
+    tick after ``on_tick``, then True (stop); it records the intervals asked for."""
+
+    def __init__(self, n: int, on_tick=lambda: None) -> None:
+        self.left, self.on_tick, self.intervals = n, on_tick, []
+
+    def wait(self, interval: float) -> bool:
+        self.intervals.append(interval)
+        if self.left == 0:
+            return True
+        self.left -= 1
+        self.on_tick()
+        return False
+
+    def set(self) -> None:
+        self.left = 0
+
+
+def _held(tmp_path, now: list[int], timeout_ms: int = 9_000) -> Lease:
+    """A lease acquired with its real renewal thread stopped (the test runs the loop itself)."""
+    lease = Lease(str(tmp_path), timeout_ms, clock=lambda: now[0])
+    lease.acquire()
+    lease._stop.set()
+    lease._renewer.join()
+    return lease
+
+
+def test_the_renewal_loop_writes_the_clock_every_third_of_the_timeout(tmp_path):
+    now = [1_000_000]
+    lease = _held(tmp_path, now)
+    renewed: list[int] = []
+
+    def tick() -> None:
+        now[0] += 3_000
+
+    lease._stop = Ticks(3, tick)
+    original = lease._write
+
+    def write(epoch: int, released: bool = False) -> None:
+        original(epoch, released)
+        renewed.append(lease._read(epoch).renewed_ms)
+
+    lease._write = write
+    lease._renew_loop()
+    assert lease._stop.intervals == [3.0, 3.0, 3.0, 3.0]  # 9 s / 3, until told to stop
+    assert renewed == [1_003_000, 1_006_000, 1_009_000]
+    assert lease._newest().renewed_ms == 1_009_000 and not lease._newest().released
+
+
+def test_the_renewal_keeps_a_watching_successor_out(tmp_path):
+    """A successor on another host watches the file for a timeout; the holder's loop renews it
+    meanwhile (one tick per successor sleep), so the successor is refused."""
+    now = [1_000_000]
+    holder = _held(tmp_path, now)
+    holder.host = "elsewhere"
+    holder._write(holder.epoch)  # the file names the other host
+    holder._stop = Ticks(10**6)
+
+    def sleep(_s: float) -> None:
+        now[0] += 1_000
+        holder._stop.left = 1
+        holder._renew_loop()  # one renewal, then the Ticks stop it
+
+    with pytest.raises(LeaseHeldError, match="host elsewhere"):
+        Lease(str(tmp_path), 9_000, clock=lambda: now[0]).acquire(sleep=sleep)
+
+
+def test_the_renewal_loop_stops_without_writing_once_a_successor_took_over(tmp_path):
+    now = [1_000_000]
+    lease = _held(tmp_path, now)
+    lease._write(lease.epoch, released=True)  # as if it had released, then a successor came
+    successor = Lease(str(tmp_path), 9_000, clock=lambda: now[0])
+    assert successor.acquire() == 2
+    before = (tmp_path / "lease" / f"epoch-{1:020d}.json").read_bytes()
+    lease._stop = Ticks(5, lambda: now.__setitem__(0, now[0] + 3_000))
+    lease._renew_loop()
+    assert len(lease._stop.intervals) == 1  # it returned at its first tick, not at the stop
+    assert (tmp_path / "lease" / f"epoch-{1:020d}.json").read_bytes() == before
+    with pytest.raises(LeaseLostError):
+        lease.check()
+    successor.release()
+
+
+def test_a_failed_renewal_is_logged_and_the_next_one_goes_on(tmp_path, caplog):
+    now = [1_000_000]
+    lease = _held(tmp_path, now)
+    original, calls = lease._write, []
+
+    def write(epoch: int, released: bool = False) -> None:
+        calls.append(epoch)
+        if len(calls) == 1:
+            raise OSError("disk full")
+        original(epoch, released)
+
+    lease._write = write
+    lease._stop = Ticks(2, lambda: now.__setitem__(0, now[0] + 3_000))
+    lease._renew_loop()
+    assert calls == [1, 1]
+    assert "renewing the lease" in caplog.text and "disk full" in caplog.text
+    assert lease._newest().renewed_ms == 1_006_000
+
+
+def test_the_real_renewal_thread_stops_on_release(tmp_path):
+    lease = Lease(str(tmp_path), 60_000)
+    lease.acquire()
+    assert lease._renewer.is_alive() and lease._renewer.daemon
+    lease.release()
+    assert not lease._renewer.is_alive()
+    assert lease._read(1).released

@@ -14,6 +14,7 @@ from confluent_kafka.admin import OffsetSpec as KOffsetSpec
 from jetspark.datasources.kafka.offsets import TopicPartition
 from jetspark.datasources.kafka.options import KafkaSourceOptions
 from jetspark.errors import JetsparkError, OptionError
+from jetspark.redaction import redact_dsn, scrub, secret_values
 
 _TIMEOUT_S = 30.0
 _CHECK_PATIENCE_S = 5.0
@@ -44,10 +45,12 @@ def validate_consumer_conf(kafka: Mapping[str, str]) -> None:
     try:
         Consumer(consumer_conf(kafka)).close()
     except (KafkaException, ValueError, TypeError) as e:
-        text = str(e.args[0] if e.args else e)
-        bad = next((k for k in kafka if f'"{k}"' in text), None) or _offender(kafka)
+        raw_text = str(e.args[0] if e.args else e)
+        bad = next((k for k in kafka if f'"{k}"' in raw_text), None) or _offender(kafka)
         option = f"kafka.{bad}" if bad else "kafka.*"
         value = kafka.get(bad) if bad else sorted(kafka)
+        # librdkafka quotes the value it refuses: the text is scrubbed of every secret setting.
+        text = redact_dsn(scrub(raw_text, secret_values(kafka)))
         raise OptionError(option, value, f"a setting librdkafka accepts ({text})") from None
 
 
@@ -69,6 +72,10 @@ class KafkaBroker:
         self._admin: AdminClient | None = None
         self._consumer: Consumer | None = None
 
+    def _scrub(self, error: object) -> str:
+        """A librdkafka error's text without any secret setting."""
+        return redact_dsn(scrub(str(error), secret_values(self.options.kafka)))
+
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
@@ -83,7 +90,7 @@ class KafkaBroker:
         try:
             meta = self.admin.list_topics(timeout=_TIMEOUT_S)
         except KafkaException as e:
-            raise KafkaError(f"cannot list Kafka topics: {e}") from None
+            raise KafkaError(f"cannot list Kafka topics: {self._scrub(e)}") from None
         if sub.kind == "subscribe":
             names = [t for t in sub.topics if t in meta.topics]
         else:
@@ -111,7 +118,7 @@ class KafkaBroker:
                 out[(ktp.topic, ktp.partition)] = (info.offset, info.timestamp)
             return out
         except KafkaException as e:
-            raise KafkaError(f"cannot list offsets of {sorted(specs)}: {e}") from None
+            raise KafkaError(f"cannot list offsets of {sorted(specs)}: {self._scrub(e)}") from None
 
     def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: o for tp, (o, _) in self._list({tp: KOffsetSpec.earliest() for tp in tps}).items()}
@@ -165,7 +172,7 @@ class KafkaBroker:
                         out[tp] = m.timestamp()[1]
                     del todo[tp]  # a later offset, end of partition or an error: not a data record
         except KafkaException as e:
-            raise KafkaError(f"cannot read records at {sorted(offsets.items())}: {e}") from None
+            raise KafkaError(f"cannot read records at {sorted(offsets.items())}: {self._scrub(e)}") from None
         finally:
             consumer.unassign()
         return out

@@ -18,6 +18,7 @@ from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy
 from jetspark.errors import OptionError
 from jetspark.options import Options
+from jetspark.redaction import redacted_repr
 
 EARLIEST = -2
 LATEST = -1
@@ -86,6 +87,9 @@ class KafkaSourceOptions:
     max_ts_from: str  # "auto" | "scan"
     event_time: EventTimeSpec | None = None
     """Event time from a JSON field of the value; None: the Kafka record timestamp."""
+
+    def __repr__(self) -> str:  # the librdkafka settings may hold credentials
+        return redacted_repr(self)
 
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None, *, streaming: bool) -> KafkaSourceOptions:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException
 from confluent_kafka import TopicPartition as KTopicPartition
@@ -45,20 +45,31 @@ def validate_consumer_conf(kafka: Mapping[str, str]) -> None:
     try:
         Consumer(consumer_conf(kafka)).close()
     except (KafkaException, ValueError, TypeError) as e:
-        raw_text = str(e.args[0] if e.args else e)
-        bad = next((k for k in kafka if f'"{k}"' in raw_text), None) or _offender(kafka)
-        option = f"kafka.{bad}" if bad else "kafka.*"
-        value = kafka.get(bad) if bad else sorted(kafka)
-        # librdkafka quotes the value it refuses: the text is scrubbed of every secret setting.
-        text = redact_dsn(scrub(raw_text, secret_values(kafka)))
-        raise OptionError(option, value, f"a setting librdkafka accepts ({text})") from None
+        raise rejected_setting_error(kafka, e, _try_consumer) from None
 
 
-def _offender(kafka: Mapping[str, str]) -> str | None:
+def rejected_setting_error(kafka: Mapping[str, str], error: BaseException,
+                           try_alone: Callable[[str, str], None]) -> OptionError:
+    """The OptionError for a client librdkafka refused to build: it names the setting (the one
+    the error quotes, else the first ``try_alone`` fails on) and shows no secret."""
+    raw_text = str(error.args[0] if error.args else error)
+    bad = next((k for k in kafka if f'"{k}"' in raw_text), None) or _offender(kafka, try_alone)
+    option = f"kafka.{bad}" if bad else "kafka.*"
+    value = kafka.get(bad) if bad else sorted(kafka)
+    # librdkafka quotes the value it refuses: the text is scrubbed of every secret setting.
+    text = redact_dsn(scrub(raw_text, secret_values(kafka)))
+    return OptionError(option, value, f"a setting librdkafka accepts ({text})")
+
+
+def _try_consumer(key: str, value: str) -> None:
+    Consumer({"group.id": "jetkafka-validate", key: value}).close()
+
+
+def _offender(kafka: Mapping[str, str], try_alone: Callable[[str, str], None]) -> str | None:
     """The first setting librdkafka rejects on its own (error path only)."""
     for key, value in kafka.items():
         try:
-            Consumer({"group.id": "jetkafka-validate", key: value}).close()
+            try_alone(key, value)
         except (KafkaException, ValueError, TypeError):
             return key
     return None

@@ -43,6 +43,7 @@ import pyarrow.fs as pafs
 
 from jetspark.datasources.rabbitmq.wal import durable_write, fsync_dir, list_files, open_location
 from jetspark.errors import JetsparkError
+from jetspark.private_files import make_private_dir, open_private
 from jetspark.redaction import shown_value
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ class Lease:
     # -- taking and giving back ------------------------------------------------------------
     def acquire(self, *, sleep: Callable[[float], None] = time.sleep) -> int:
         """Take the lease (raises :class:`LeaseHeldError` while another run holds it)."""
-        self.fs.create_dir(self.directory, recursive=True)
+        make_private_dir(self.fs, self.directory)
         newest = self._newest()
         if newest is not None and not newest.released:
             self._wait_until_free(newest, sleep)
@@ -241,7 +242,7 @@ class Lease:
         if isinstance(self.fs, pafs.LocalFileSystem):
             # link() of a complete, fsynced temporary file: exclusive, and never half-written
             tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as f:
+            with open_private(tmp) as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())

@@ -20,6 +20,7 @@ import pyarrow.ipc as ipc
 
 from jetspark.columns import LATE, TIMESTAMP_TYPE
 from jetspark.errors import OptionError
+from jetspark.private_files import make_private_dir, open_private
 from jetspark.redaction import redact_dsn, scrub, secret_values
 
 WAL_DIR = "wal"
@@ -58,7 +59,7 @@ def durable_write(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer) -> No
     if isinstance(fs, pafs.LocalFileSystem):
         directory = os.path.dirname(path)
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
+        with open_private(tmp) as f:
             f.write(memoryview(data))
             f.flush()
             os.fsync(f.fileno())
@@ -147,7 +148,7 @@ class WriteAheadLog:
         if table.num_rows != r.end - r.start:
             raise ValueError(f"WAL range {r} needs {r.end - r.start} rows, got {table.num_rows}")
         if not self._created:
-            self.fs.create_dir(self.directory, recursive=True)
+            make_private_dir(self.fs, self.directory)
             self._created = True
         durable_write(self.fs, self._path(r), table_to_ipc(table.cast(WAL_SCHEMA)))
 

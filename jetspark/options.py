@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from jetspark.errors import OptionError
+from jetspark.errors import UNKNOWN_NOT_SHOWN, OptionError
 
 _DURATION_UNITS_MS = {
     "ms": 1,
@@ -69,14 +69,15 @@ class Options:
         return out
 
     def reject_unknown(self, known: Iterable[str], prefixes: Iterable[str] = ()) -> None:
-        """Raise for any option that is neither in ``known`` nor under one of ``prefixes``."""
+        """Raise for any option that is neither in ``known`` nor under one of ``prefixes``
+        (naming it, never showing its value)."""
         known_low = {k.lower() for k in known}
         prefix_low = tuple(p.lower() for p in prefixes)
-        for low, (orig, value) in sorted(self._raw.items()):
+        for low, (orig, _value) in sorted(self._raw.items()):
             if low in known_low or (prefix_low and low.startswith(prefix_low)):
                 continue
             accepted = ", ".join(sorted(known)) + "".join(f", {p}*" for p in prefixes)
-            raise OptionError(orig, value, f"one of the known options: {accepted}")
+            raise OptionError(orig, UNKNOWN_NOT_SHOWN, f"one of the known options: {accepted}")
 
     def string(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
         value = self.get(name)

@@ -1,23 +1,144 @@
-"""Credentials never appear in logs, offsets, exceptions or commit messages: the helpers."""
+"""The one redaction rule: what a message, repr or log line may show of an option's value.
+
+* An option whose **name looks like a credential** never shows its value: ``***`` instead.
+  The name is split into words (``.``, ``_``, ``-``, camelCase) and looks like a credential
+  when a word is a (mis)spelling of password (``pasword``, ``passwd``, ``pwd``), or is
+  secret, token, credential, auth…, jaas, private, key (not ``keys``, not ``key.serializer``),
+  keystore, pem, or the name is under ``sasl.``, or is ``ssl_options``. The ``kafka.`` prefix
+  does not matter.
+* An option jetspark does not know shows no value at all (it may be a misspelt credential).
+* Every other value that is shown goes through :func:`redact_dsn`: a URL's password
+  (``scheme://user:***@host``), its query parameters whose name looks like a credential
+  (``?secret_key=***``, ``?ssl_options=***``) and libpq ``key=value`` pairs likewise
+  (``password=***``, quoted values with ``\\'`` escapes included) are masked. URL-like
+  options (``url``, ``walLocation`` …) that are malformed show ``***@`` for everything
+  before their last ``@``.
+* Text from a library (librdkafka, psycopg, pyarrow) is passed through :func:`scrub` with
+  the literal secret values of the options (:func:`secret_values`) before it is shown.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from urllib.parse import unquote
 
-_PASSWORD_IN_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@]*):[^@/]*@", re.I)
-_PASSWORD_KV = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.I)
+REDACTED = "***"
+
+_SECRET_WORD = re.compile(
+    r"p[a-z]?s+w[a-z]*|passw[a-z]*|pass|pwd|pw|secrets?|se?cre?ts?|tok[e]?ns?|credentials?|creds?"
+    r"|auth[a-z]*|jaas|private|privkey|apikey|key|keystore|keyfile|pem|sasl|sig|signature"
+)
+# Anywhere in the name, even run together (``sslpassword``, ``clientSecret``).
+_SECRET_PART = re.compile(r"pa?s+w|pass(?!ive)|pwd|secret|token|credential|jaas|private", re.IGNORECASE)
+_NOT_SECRET_AFTER_KEY = ("serializer", "deserializer")
+_SECRET_NAMES = ("ssl_options",)
+_URL_LIKE_NAME = re.compile(r"url|uri|dsn|conninfo|location|servers?", re.IGNORECASE)
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")
+
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^\s]*@", re.I)
+_URL_PARAM = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&#\s]+)=(?P<value>[^&#]*)")
+# libpq key=value: a value is a single-quoted string (\' and \\ escapes) or a run of non-spaces.
+_KV = re.compile(r"(?P<lead>^|(?<=[\s,(]))(?P<name>[A-Za-z_][\w.-]*)(?P<eq>\s*=\s*)"
+                 r"(?P<value>'(?:[^'\\]|\\.)*(?:'|$)|(?:[^\s\\']|\\.)+)", re.S)
 
 
-def redact_dsn(dsn: str) -> str:
-    """``dsn`` with any password replaced by ``***`` (URL or key=value form)."""
-    dsn = _PASSWORD_IN_URL.sub(lambda m: f"{m['scheme']}{m['user']}:***@", dsn)
-    return _PASSWORD_KV.sub(lambda m: f"{m.group(1)}***", dsn)
+def is_secret_option(name: str) -> bool:
+    """Whether option ``name`` looks like a credential (see the module doc)."""
+    low = name.strip().lower()
+    if low.startswith("kafka."):
+        low = low[len("kafka."):]
+    if low in _SECRET_NAMES or low.startswith("sasl.") or low == "sasl" or _SECRET_PART.search(low):
+        return True
+    words = [w.lower() for w in _WORD_SPLIT.split(_CAMEL.sub(" ", name)) if w]
+    for i, word in enumerate(words):
+        if not _SECRET_WORD.fullmatch(word):
+            continue
+        if word == "key" and i + 1 < len(words) and words[i + 1] in _NOT_SECRET_AFTER_KEY:
+            continue
+        return True
+    return False
+
+
+def redact_dsn(text: str) -> str:
+    """``text`` with URL passwords, secret URL parameters and secret libpq ``key=value`` masked."""
+    text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
+    text = _URL_PARAM.sub(
+        lambda m: f"{m['lead']}{m['name']}={REDACTED}" if is_secret_option(m["name"]) else m[0], text)
+    return _KV.sub(
+        lambda m: f"{m['lead']}{m['name']}{m['eq']}{REDACTED}" if is_secret_option(m["name"]) else m[0], text)
+
+
+def mask_userinfo(text: str) -> str:
+    """A URL-like value, malformed perhaps, with everything before its last ``@`` masked
+    (the scheme kept when there is one), then :func:`redact_dsn`."""
+    if "@" in text:
+        head, _, tail = text.rpartition("@")
+        scheme = head[: head.index("://") + 3] if "://" in head else ""
+        text = f"{scheme}{REDACTED}@{tail}"
+    return redact_dsn(text)
+
+
+def shown_value(option: str, value: object) -> object:
+    """What a message may show of ``value``, the value of option ``option``."""
+    if value is None:
+        return None
+    if is_secret_option(option):
+        return REDACTED
+    if isinstance(value, str):
+        return mask_userinfo(value) if _URL_LIKE_NAME.search(option) else redact_dsn(value)
+    if isinstance(value, Mapping):
+        return {k: shown_value(str(k), v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(shown_value(option, v) for v in value)
+    return value
+
+
+def secret_values(options: Mapping[str, object] | Iterable[tuple[str, object]]) -> tuple[str, ...]:
+    """The literal secrets among ``options`` (name → value): the values of secret-named
+    options and the passwords inside URL or key=value values, to :func:`scrub` library text."""
+    items = options.items() if isinstance(options, Mapping) else options
+    found: list[str] = []
+    for name, value in items:
+        if value is None:
+            continue
+        text = str(value)
+        if is_secret_option(str(name)):
+            found.append(text)
+            continue
+        for m in _URL_USERINFO.finditer(text):
+            password = m.group(0)[len(m["scheme"]) + len(m["user"]) + 1: -1]
+            found += [password, unquote(password)]
+        found += [m["value"] for m in _URL_PARAM.finditer(text) if is_secret_option(m["name"])]
+        for m in _KV.finditer(text):
+            if is_secret_option(m["name"]):
+                value_text = m["value"]
+                found.append(value_text)
+                if value_text.startswith("'"):
+                    found.append(re.sub(r"\\(.)", r"\1", value_text.strip("'")))
+    # Longest first: a secret that contains another is replaced whole.
+    return tuple(sorted({s for s in found if len(s) >= 3}, key=len, reverse=True))
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every one of ``secrets`` replaced by ``***``."""
     for secret in secrets:
         if secret:
-            text = text.replace(secret, "***")
+            text = text.replace(secret, REDACTED)
     return text
+
+
+def redacted_repr(obj: object, hidden: Iterable[str] = ()) -> str:
+    """The repr of dataclass ``obj`` with every field value passed through :func:`shown_value`
+    (a Mapping field per key) and the fields named in ``hidden`` left out."""
+    import dataclasses
+
+    skip = set(hidden)
+    parts = []
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        if not f.repr or f.name in skip:
+            continue
+        parts.append(f"{f.name}={shown_value(f.name, getattr(obj, f.name))!r}")
+    return f"{type(obj).__name__}({', '.join(parts)})"

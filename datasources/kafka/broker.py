@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException
 from confluent_kafka import TopicPartition as KTopicPartition
@@ -14,6 +14,7 @@ from confluent_kafka.admin import OffsetSpec as KOffsetSpec
 from jetspark.datasources.kafka.offsets import TopicPartition
 from jetspark.datasources.kafka.options import KafkaSourceOptions
 from jetspark.errors import JetsparkError, OptionError
+from jetspark.redaction import redact_dsn, scrub, secret_values
 
 _TIMEOUT_S = 30.0
 _CHECK_PATIENCE_S = 5.0
@@ -44,18 +45,31 @@ def validate_consumer_conf(kafka: Mapping[str, str]) -> None:
     try:
         Consumer(consumer_conf(kafka)).close()
     except (KafkaException, ValueError, TypeError) as e:
-        text = str(e.args[0] if e.args else e)
-        bad = next((k for k in kafka if f'"{k}"' in text), None) or _offender(kafka)
-        option = f"kafka.{bad}" if bad else "kafka.*"
-        value = kafka.get(bad) if bad else sorted(kafka)
-        raise OptionError(option, value, f"a setting librdkafka accepts ({text})") from None
+        raise rejected_setting_error(kafka, e, _try_consumer) from None
 
 
-def _offender(kafka: Mapping[str, str]) -> str | None:
+def rejected_setting_error(kafka: Mapping[str, str], error: BaseException,
+                           try_alone: Callable[[str, str], None]) -> OptionError:
+    """The OptionError for a client librdkafka refused to build: it names the setting (the one
+    the error quotes, else the first ``try_alone`` fails on) and shows no secret."""
+    raw_text = str(error.args[0] if error.args else error)
+    bad = next((k for k in kafka if f'"{k}"' in raw_text), None) or _offender(kafka, try_alone)
+    option = f"kafka.{bad}" if bad else "kafka.*"
+    value = kafka.get(bad) if bad else sorted(kafka)
+    # librdkafka quotes the value it refuses: the text is scrubbed of every secret setting.
+    text = redact_dsn(scrub(raw_text, secret_values(kafka)))
+    return OptionError(option, value, f"a setting librdkafka accepts ({text})")
+
+
+def _try_consumer(key: str, value: str) -> None:
+    Consumer({"group.id": "jetkafka-validate", key: value}).close()
+
+
+def _offender(kafka: Mapping[str, str], try_alone: Callable[[str, str], None]) -> str | None:
     """The first setting librdkafka rejects on its own (error path only)."""
     for key, value in kafka.items():
         try:
-            Consumer({"group.id": "jetkafka-validate", key: value}).close()
+            try_alone(key, value)
         except (KafkaException, ValueError, TypeError):
             return key
     return None
@@ -68,6 +82,10 @@ class KafkaBroker:
         self.options = options
         self._admin: AdminClient | None = None
         self._consumer: Consumer | None = None
+
+    def _scrub(self, error: object) -> str:
+        """A librdkafka error's text without any secret setting."""
+        return redact_dsn(scrub(str(error), secret_values(self.options.kafka)))
 
     @property
     def admin(self) -> AdminClient:
@@ -83,7 +101,7 @@ class KafkaBroker:
         try:
             meta = self.admin.list_topics(timeout=_TIMEOUT_S)
         except KafkaException as e:
-            raise KafkaError(f"cannot list Kafka topics: {e}") from None
+            raise KafkaError(f"cannot list Kafka topics: {self._scrub(e)}") from None
         if sub.kind == "subscribe":
             names = [t for t in sub.topics if t in meta.topics]
         else:
@@ -115,7 +133,7 @@ class KafkaBroker:
             except KafkaException as e:
                 if attempt == retries:
                     raise KafkaError(f"cannot list offsets of {sorted(specs)} ({attempt + 1} attempts): "
-                                     f"{e}") from None
+                                     f"{self._scrub(e)}") from None
                 time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
         raise AssertionError("unreachable")
 
@@ -171,7 +189,7 @@ class KafkaBroker:
                         out[tp] = m.timestamp()[1]
                     del todo[tp]  # a later offset, end of partition or an error: not a data record
         except KafkaException as e:
-            raise KafkaError(f"cannot read records at {sorted(offsets.items())}: {e}") from None
+            raise KafkaError(f"cannot read records at {sorted(offsets.items())}: {self._scrub(e)}") from None
         finally:
             consumer.unassign()
         return out

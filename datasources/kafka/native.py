@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from jetspark.errors import JetsparkError
+from jetspark.redaction import redact_dsn, scrub, secret_values
 
 
 def librdkafka_path() -> str:
@@ -148,7 +149,8 @@ class NativeConsumer:
         try:
             self._reader = _kafka_arrow.Reader({str(k): _conf_value(v) for k, v in conf.items()})
         except ValueError as e:
-            raise NativeConfigError(f"{e} (librdkafka {_kafka_arrow.librdkafka_version()})") from None
+            text = redact_dsn(scrub(str(e), secret_values({str(k): str(v) for k, v in conf.items()})))
+            raise NativeConfigError(f"{text} (librdkafka {_kafka_arrow.librdkafka_version()})") from None
 
     def assign(self, topic: str, partition: int, offset: int) -> None:
         """Read ``partition`` of ``topic`` from ``offset`` on (replacing any assignment)."""

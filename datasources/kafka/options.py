@@ -18,6 +18,7 @@ from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy
 from jetspark.errors import OptionError
 from jetspark.options import Options
+from jetspark.redaction import redacted_repr
 
 EARLIEST = -2
 LATEST = -1
@@ -94,6 +95,9 @@ class KafkaSourceOptions:
     fetch_offset_retries: int = 3
     """How often the driver retries a failed offset listing (Spark's ``fetchOffset.numRetries``)."""
     fetch_offset_retry_interval_ms: int = 10
+
+    def __repr__(self) -> str:  # the librdkafka settings may hold credentials
+        return redacted_repr(self)
 
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None, *, streaming: bool) -> KafkaSourceOptions:

@@ -234,7 +234,11 @@ class QueueConsumer:
         (the connection is closed, the broker requeues it), so the count is exact."""
         with self._held():
             self._drop_connection()
-            conn, ready = self._open_channel()
+            try:
+                conn, ready = self._open_channel()
+            except _CONNECTION_ERRORS as e:
+                raise QueueError(f"jetrabbitmq: cannot count queue {self.queue!r} at {self.display_url} "
+                                 f"(option url): {e}") from None
             _close_quietly(conn)
             return ready
 

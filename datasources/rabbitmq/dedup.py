@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from jetspark.datasources.rabbitmq.bloom import MAX_BITS_PER_ID, BloomFilter, hash64
 from jetspark.datasources.rabbitmq.wal import durable_write, list_files, open_location, read_ipc, table_to_ipc
+from jetspark.private_files import make_private_dir
 
 DEDUP_DIR = "dedup"
 SUFFIX = ".arrow"
@@ -110,7 +111,7 @@ class DedupStore:
         self._clock = clock
         self.fs, root = open_location(location)
         self.directory = f"{root}/{DEDUP_DIR}"
-        self.fs.create_dir(self.directory, recursive=True)
+        make_private_dir(self.fs, self.directory)
         self._segments: dict[str, Segment] = {}
         self._open()
 

@@ -214,7 +214,8 @@ class QueueDriver:
             covered = max(covered, r.end)
         if covered < hi:
             raise WalGapError(
-                f"jetrabbitmq: the write-ahead log under {self.options.wal_location!r} (option walLocation) "
+                f"jetrabbitmq: the write-ahead log under {self.options.shown_wal_location()!r} "
+                "(option walLocation) "
                 f"lacks sequence numbers [{covered}, {hi}) of the batch [{lo}, {hi}); was walLocation "
                 "changed, shared with another query or deleted? Those messages cannot be replayed."
             )

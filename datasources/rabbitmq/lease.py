@@ -43,6 +43,8 @@ import pyarrow.fs as pafs
 
 from jetspark.datasources.rabbitmq.wal import durable_write, fsync_dir, list_files, open_location
 from jetspark.errors import JetsparkError
+from jetspark.private_files import make_private_dir, open_private
+from jetspark.redaction import shown_value
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +115,7 @@ class Lease:
     def __init__(self, location: str, timeout_ms: int, *, clock: Callable[[], int] = _now_ms,
                  host: str | None = None, pid: int | None = None) -> None:
         self.location = location
+        self.shown_location = str(shown_value("walLocation", location))  # for messages
         self.timeout_ms = timeout_ms
         self._clock = clock
         self.fs, root = open_location(location)
@@ -127,7 +130,7 @@ class Lease:
     # -- taking and giving back ------------------------------------------------------------
     def acquire(self, *, sleep: Callable[[float], None] = time.sleep) -> int:
         """Take the lease (raises :class:`LeaseHeldError` while another run holds it)."""
-        self.fs.create_dir(self.directory, recursive=True)
+        make_private_dir(self.fs, self.directory)
         newest = self._newest()
         if newest is not None and not newest.released:
             self._wait_until_free(newest, sleep)
@@ -152,19 +155,20 @@ class Lease:
             if self._newest_epoch() == self.epoch:
                 self._write(self.epoch, released=True)
         except OSError as e:  # the next driver then waits for the timeout or our process's end
-            log.warning("jetrabbitmq: could not release the lease on %s: %s", self.location, e)
+            log.warning("jetrabbitmq: could not release the lease on %s: %s", self.shown_location, e)
         self.epoch = None
 
     def check(self) -> None:
         """Fencing: raise :class:`LeaseLostError` unless this driver still holds the newest epoch."""
         if self.epoch is None:
-            raise LeaseLostError(f"jetrabbitmq: this driver holds no lease on walLocation {self.location!r}")
+            raise LeaseLostError(
+                f"jetrabbitmq: this driver holds no lease on walLocation {self.shown_location!r}")
         newest = self._newest_epoch()
         if newest != self.epoch:
             holder = self._read(newest) if newest is not None else None
             who = holder.describe(self._clock()) if holder else "its files are gone"
             raise LeaseLostError(
-                f"jetrabbitmq: another run took over walLocation {self.location!r} ({who}) while this "
+                f"jetrabbitmq: another run took over walLocation {self.shown_location!r} ({who}) while this "
                 f"driver (epoch {self.epoch}) still ran; this driver stops without writing or acking"
             )
 
@@ -189,7 +193,7 @@ class Lease:
     def _held_message(self, held: Holder | None) -> str:
         who = held.describe(self._clock()) if held else "unknown holder"
         return (
-            f"jetrabbitmq: another run holds walLocation {self.location!r} ({who}); one query runs on "
+            f"jetrabbitmq: another run holds walLocation {self.shown_location!r} ({who}); one query runs on "
             "one driver at a time. Stop the other run first. If it died, its lease is free as soon as "
             "its process is gone (same host) or after leaseTimeout "
             f"({self.timeout_ms / 1000:.0f} s) without renewal (another host)."
@@ -238,7 +242,7 @@ class Lease:
         if isinstance(self.fs, pafs.LocalFileSystem):
             # link() of a complete, fsynced temporary file: exclusive, and never half-written
             tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as f:
+            with open_private(tmp) as f:
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
@@ -277,4 +281,4 @@ class Lease:
                     return  # lost: check() reports it on the next write or ack
                 self._write(epoch)
             except OSError as e:
-                log.warning("jetrabbitmq: renewing the lease on %s failed: %s", self.location, e)
+                log.warning("jetrabbitmq: renewing the lease on %s failed: %s", self.shown_location, e)

@@ -10,7 +10,7 @@ from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy
 from jetspark.errors import OptionError
 from jetspark.options import Options
-from jetspark.redaction import redact_dsn
+from jetspark.redaction import redact_dsn, redacted_repr, shown_value
 
 MESSAGE_ID_PROPERTY = "message_id"
 MESSAGE_ID_BODY_HASH = "bodyHash"
@@ -64,6 +64,9 @@ class RabbitMQOptions:
     reconnect_timeout_ms: int = 60_000
     lease_timeout_ms: int = 60_000
     """How long a lease on ``walLocation`` held from another host lasts without renewal."""
+
+    def __repr__(self) -> str:  # url and walLocation may carry credentials
+        return redacted_repr(self)
 
     @property
     def message_id_header(self) -> str | None:
@@ -129,6 +132,10 @@ class RabbitMQOptions:
     def redacted_url(self) -> str:
         """The URL without its password, for messages and logs."""
         return redact_dsn(self.url)
+
+    def shown_wal_location(self) -> str:
+        """``walLocation`` without any key it carries, for messages and logs."""
+        return str(shown_value("walLocation", self.wal_location))
 
 
 def _header_name(value: str) -> str | None:

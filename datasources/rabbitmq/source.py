@@ -36,7 +36,7 @@ redeliveries (20 by default on RabbitMQ 4): repeated crashes of a query can exce
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -62,7 +62,7 @@ _KEPT_IN_STUBS = {"message_id", "timestamp"}
 class WalPartition(InputPartition):
     """One WAL file (or a slice of its record batches) of a batch."""
 
-    wal_location: str
+    wal_location: str = field(repr=False)  # may carry keys
     start: int
     end: int
     epoch: int

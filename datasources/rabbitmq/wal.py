@@ -19,6 +19,9 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
 from jetspark.columns import LATE, TIMESTAMP_TYPE
+from jetspark.errors import OptionError
+from jetspark.private_files import make_private_dir, open_private
+from jetspark.redaction import redact_dsn, scrub, secret_values
 
 WAL_DIR = "wal"
 SUFFIX = ".arrow"
@@ -42,7 +45,12 @@ def open_location(location: str) -> tuple[pafs.FileSystem, str]:
     """A pyarrow filesystem and root path for a URI (s3://, hdfs://, file://) or local path."""
     if "://" not in location:
         return pafs.LocalFileSystem(), os.path.abspath(location)
-    fs, path = pafs.FileSystem.from_uri(location)
+    try:
+        fs, path = pafs.FileSystem.from_uri(location)
+    except (pa.ArrowException, ValueError, OSError) as e:  # its text quotes the URI, keys and all
+        reason = redact_dsn(scrub(str(e), secret_values({"walLocation": location})))
+        raise OptionError("walLocation", location,
+                          f"a local path or a URI of a filesystem pyarrow opens ({reason})") from None
     return fs, path.rstrip("/") or "/"
 
 
@@ -51,7 +59,7 @@ def durable_write(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer) -> No
     if isinstance(fs, pafs.LocalFileSystem):
         directory = os.path.dirname(path)
         tmp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
-        with open(tmp, "wb") as f:
+        with open_private(tmp) as f:
             f.write(memoryview(data))
             f.flush()
             os.fsync(f.fileno())
@@ -140,7 +148,7 @@ class WriteAheadLog:
         if table.num_rows != r.end - r.start:
             raise ValueError(f"WAL range {r} needs {r.end - r.start} rows, got {table.num_rows}")
         if not self._created:
-            self.fs.create_dir(self.directory, recursive=True)
+            make_private_dir(self.fs, self.directory)
             self._created = True
         durable_write(self.fs, self._path(r), table_to_ipc(table.cast(WAL_SCHEMA)))
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from jetspark.errors import ServiceError
-from jetspark.redaction import redact_dsn, scrub
+from jetspark.redaction import redact_dsn, scrub, shown_value
 
 
 @dataclass(frozen=True)
@@ -214,7 +214,8 @@ def wal_state(location: str) -> WalState:
             break
         except (FileNotFoundError, ValueError):
             continue
-    return WalState(location, wal, sum(e - s for s, e, _ in ranges), tuple(sorted(ranges)), dedup, lease,
+    shown = str(shown_value("walLocation", location))  # a URI may carry keys
+    return WalState(shown, wal, sum(e - s for s, e, _ in ranges), tuple(sorted(ranges)), dedup, lease,
                     holder)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
-from jetspark.redaction import redact_dsn, scrub
+from jetspark.redaction import redact_dsn, scrub, secret_values
 from jetspark.sinks.guarantees import (
     NONE,
     TASK,
@@ -93,12 +93,7 @@ class JdbcSinkOptions:
 
     def secrets(self) -> tuple[str, ...]:
         """Literal secrets to scrub from any text we show (password option and in the URL)."""
-        found = [self.password] if self.password else []
-        m = re.search(r"://[^:/@]*:([^@/]+)@", self.conninfo)
-        if m:
-            found.append(m.group(1))
-        found += re.findall(r"password\s*=\s*('[^']*'|[^\s&]+)", self.conninfo, re.IGNORECASE)
-        return tuple(s.strip("'") for s in found if s)
+        return secret_values({"url": self.conninfo, "password": self.password})
 
     def scrub(self, text: str) -> str:
         """``text`` without any credential of these options."""

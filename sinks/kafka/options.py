@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
-from jetspark.redaction import scrub
+from jetspark.redaction import scrub, secret_values
 from jetspark.sinks.guarantees import (
     NONE,
     TASK,
@@ -38,7 +38,6 @@ KNOWN = ("topic", "guarantee", "commit", "sinkId", "transactionalIdPrefix", "mar
          "includeHeaders", *SPARK_WRITER_OPTIONS)
 # Producer settings the sink owns (Spark's Kafka sink refuses its serializers the same way).
 MANAGED = ("transactional.id", "key.serializer", "value.serializer", "enable.idempotence")
-_SECRET_KEY = re.compile(r"password|secret|token|key\.password|sasl\.oauthbearer\.config", re.IGNORECASE)
 _ID_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 
 
@@ -67,7 +66,7 @@ class KafkaSinkOptions:
         return dict(self.producer)
 
     def secrets(self) -> tuple[str, ...]:
-        return tuple(v for k, v in self.producer if _SECRET_KEY.search(k) and v)
+        return secret_values(self.producer)
 
     def scrub(self, text: str) -> str:
         """``text`` without any secret producer setting (SASL/SSL passwords, tokens)."""
@@ -88,7 +87,7 @@ class KafkaSinkOptions:
                               "host:port[,host:port…] of the Kafka brokers (required)")
         for key in MANAGED:
             if key in producer:
-                raise OptionError(f"kafka.{key}", "***" if _SECRET_KEY.search(key) else producer[key],
+                raise OptionError(f"kafka.{key}", producer[key],
                                   "not settable: the sink sets it from option 'commit' (and 'sinkId')")
         # Spark's sink accepts it; as there, a ``headers`` column is written whenever it is present
         opts.boolean("includeHeaders", False)

@@ -24,6 +24,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from jetspark import faults
+from jetspark.datasources.kafka.broker import rejected_setting_error
 from jetspark.sinks.kafka.options import KafkaSinkOptions
 from jetspark.sinks.kafka.rows import KafkaColumns, produce_batch
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
@@ -55,8 +56,12 @@ def make_producer(options: KafkaSinkOptions, extra: dict[str, str], errors: Deli
     try:
         return Producer(config)
     except KafkaException as e:
-        raise SinkError(f"cannot create a Kafka producer for {options.bootstrap}: "
-                        f"{options.scrub(str(e))}") from None
+        error = rejected_setting_error(options.producer_config(), e, _try_producer)
+        raise SinkError(f"cannot create a Kafka producer for {options.bootstrap}: {error}") from None
+
+
+def _try_producer(key: str, value: str) -> None:
+    Producer({key: value})
 
 
 class KafkaResource(TransactionalResource):

@@ -1,0 +1,134 @@
+"""The one redaction rule (jetspark/redaction.py) and every place that shows an option's value."""
+
+from __future__ import annotations
+
+import pytest
+
+from jetspark.datasources.kafka.broker import validate_consumer_conf
+from jetspark.datasources.kafka.options import KafkaSourceOptions
+from jetspark.datasources.rabbitmq.lease import Lease
+from jetspark.datasources.rabbitmq.options import RabbitMQOptions
+from jetspark.datasources.rabbitmq.wal import open_location
+from jetspark.errors import OptionError
+from jetspark.redaction import is_secret_option, redact_dsn, secret_values, shown_value
+from jetspark.sinks.jdbc.options import JdbcSinkOptions
+from jetspark.sinks.kafka.options import KafkaSinkOptions
+
+CANARY = "Canary9xQz"
+
+
+@pytest.mark.parametrize("name", [
+    "password", "pasword", "passwd", "pwd", "Password", "kafka.sasl.password", "sasl.password",
+    "kafka.sasl.jaas.config", "sasl.jaas.config", "kafka.ssl.key.password", "ssl.keystore.password",
+    "kafka.ssl.key.pem", "kafka.sasl.oauthbearer.client.secret", "token", "apiKey", "secret_key",
+    "access_key", "session_token", "ssl_options", "privateKey", "credentials", "sasl.mechanism",
+])
+def test_credential_like_names_are_secret(name):
+    assert is_secret_option(name)
+
+
+@pytest.mark.parametrize("name", [
+    "url", "walLocation", "queue", "keys", "kafka.key.serializer", "subscribe", "user", "table",
+    "bootstrap.servers", "messageId", "sinkId", "eventTime.field", "watermark.delay", "dedupMemory",
+    "kafkaConsumer.pollTimeoutMs", "startingOffsetsByTimestampStrategy", "markerTable",
+])
+def test_ordinary_names_are_not_secret(name):
+    assert not is_secret_option(name)
+
+
+@pytest.mark.parametrize("dsn, hidden, kept", [
+    (f"postgresql://u:{CANARY}@h:5432/db", CANARY, "postgresql://u:***@h:5432/db"),
+    (f"postgresql://u:p@{CANARY}@h/db", CANARY, "@h/db"),  # an unencoded @ in the password
+    (f"host=h password={CANARY} user=u", CANARY, "host=h password=*** user=u"),
+    (f"host=h password='a b {CANARY}' user=u", CANARY, "host=h password=*** user=u"),
+    # libpq's \' escape inside a quoted value: the value runs to the unescaped quote
+    ("host=h password='it\\'s " + CANARY + "' user=u", CANARY, "host=h password=*** user=u"),
+    ("host=h password=it\\'s" + CANARY + " user=u", CANARY, "host=h password=*** user=u"),
+    (f"host=h sslpassword={CANARY}", CANARY, "host=h sslpassword=***"),
+    (f"postgresql://h/db?password={CANARY}&sslmode=disable", CANARY, "?password=***&sslmode=disable"),
+    (f"amqps://u:p@h:5671/%2F?ssl_options={{'keyfile': '/k', 'password': '{CANARY}'}}&heartbeat=5",
+     CANARY, "?ssl_options=***&heartbeat=5"),
+    (f"s3://AK:{CANARY}@bucket/wal?secret_key={CANARY}&region=eu", CANARY, "&region=eu"),
+])
+def test_redact_dsn(dsn, hidden, kept):
+    shown = redact_dsn(dsn)
+    assert hidden not in shown and kept in shown
+
+
+def test_secret_values_finds_literal_secrets_for_scrubbing():
+    found = secret_values({"url": f"postgresql://u:{CANARY}%21@h/db", "kafka.sasl.password": "Other1",
+                           "dsn": "password='a\\'b" + CANARY + "'", "queue": "q"})
+    assert f"{CANARY}!" in found and "Other1" in found and "a'b" + CANARY in found
+    assert "q" not in found
+
+
+def test_shown_value_masks_malformed_urls_and_secret_names():
+    assert CANARY not in str(shown_value("url", f" amqp//u:{CANARY}@h"))
+    assert shown_value("kafka.sasl.jaas.config", CANARY) == "***"
+    assert shown_value("subscribe", "orders") == "orders"
+
+
+def test_option_error_never_carries_a_secret_value():
+    e = OptionError("kafka.sasl.password", CANARY, "anything")
+    assert CANARY not in str(e) and CANARY not in repr(e) and CANARY not in repr(e.value)
+    assert "kafka.sasl.password" in str(e)
+
+
+@pytest.mark.parametrize("parse, raw", [
+    (lambda raw: KafkaSourceOptions.parse(raw, streaming=True), {"kafka.bootstrap.servers": "h:9092",
+                                                                 "subscribe": "t"}),
+    (KafkaSinkOptions.parse, {"kafka.bootstrap.servers": "h:9092", "topic": "t"}),
+    (RabbitMQOptions.parse, {"url": "amqp://h", "queue": "q", "walLocation": "/w"}),
+    (JdbcSinkOptions.parse, {"url": "postgresql://h/db", "table": "t"}),
+])
+@pytest.mark.parametrize("unknown", ["pasword", "sasl.password", "colour"])
+def test_unknown_options_are_named_without_their_value(parse, raw, unknown):
+    with pytest.raises(OptionError) as e:
+        parse({**raw, unknown: CANARY})
+    assert unknown in str(e.value) and CANARY not in str(e.value) and CANARY not in repr(e.value.value)
+
+
+@pytest.mark.parametrize("key", ["sasl.jaas.config", "sasl.pasword", "ssl.key.pasword"])
+def test_a_setting_librdkafka_rejects_is_named_without_its_value(key):
+    conf = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g",
+            key: f'org.Foo required password="{CANARY}";'}
+    with pytest.raises(OptionError) as e:
+        validate_consumer_conf(conf)
+    assert CANARY not in str(e.value) and CANARY not in repr(e.value)
+
+
+def test_librdkafka_text_quoting_a_bad_value_is_scrubbed():
+    # librdkafka says "Unsupported SASL mechanism: <value>"
+    conf = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "security.protocol": "sasl_plaintext",
+            "sasl.mechanism": CANARY}
+    with pytest.raises(OptionError) as e:
+        validate_consumer_conf(conf)
+    assert "SASL mechanism: ***" in str(e.value) and CANARY not in str(e.value)
+
+
+@pytest.mark.parametrize("url", [f" amqp://u:{CANARY}@h/", f"amqp//u:{CANARY}@h/", f"u:{CANARY}@h"])
+def test_a_malformed_rabbitmq_url_is_not_echoed(url):
+    with pytest.raises(OptionError) as e:
+        RabbitMQOptions.parse({"url": url, "queue": "q", "walLocation": "/w"})
+    assert "'url'" in str(e.value) and CANARY not in str(e.value)
+
+
+def test_option_object_reprs_hide_credentials():
+    kafka = KafkaSourceOptions.parse({"kafka.bootstrap.servers": "h:9092", "subscribe": "t",
+                                      "kafka.sasl.jaas.config": f'x password="{CANARY}";',
+                                      "kafka.sasl.password": CANARY, "kafka.ssl.key.password": CANARY},
+                                     streaming=True)
+    rabbit = RabbitMQOptions.parse({"url": f"amqps://u:{CANARY}@h/%2F?ssl_options={CANARY}", "queue": "q",
+                                    "walLocation": f"s3://AK:{CANARY}@b/w?secret_key={CANARY}"})
+    for options in (kafka, rabbit):
+        assert CANARY not in repr(options) and CANARY not in str(options)
+    assert "h:9092" in repr(kafka) and "queue='q'" in repr(rabbit)
+
+
+def test_wal_location_uris_with_keys_are_not_shown(tmp_path):
+    with pytest.raises(OptionError) as e:
+        open_location(f"nosuchfs://AK:{CANARY}@b/w?secret_key={CANARY}")
+    assert "walLocation" in str(e.value) and CANARY not in str(e.value)
+    lease = Lease(str(tmp_path), 60_000)
+    assert lease.shown_location == str(tmp_path)
+    assert CANARY not in str(shown_value("walLocation", f"s3://AK:{CANARY}@b/w?session_token={CANARY}"))

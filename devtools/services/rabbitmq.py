@@ -37,12 +37,15 @@ def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
     (data_dir / "enabled_plugins").write_text("[].\n")
     (data_dir / "rabbitmq.conf").write_text(
         "loopback_users = none\n"
+        # Erlang distribution (how rabbitmqctl reaches the node) on loopback only.
+        "distribution.listener.interface = 127.0.0.1\n"
         # Publishers in tests and benchmarks are local: never block them on disk space.
         "disk_free_limit.absolute = 50MB\n"
     )
     env = {
         "HOME": str(data_dir),  # the Erlang cookie lives here
         "ERL_EPMD_PORT": str(ports["epmd"]),
+        "ERL_EPMD_ADDRESS": "127.0.0.1",  # epmd listens on loopback only
         "RABBITMQ_NODENAME": f"jetspark{ports['amqp']}@localhost",
         "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
         "RABBITMQ_NODE_PORT": str(ports["amqp"]),

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jetspark.datasources.kafka.event_time import EventTimeSpec
+from jetspark.datasources.kafka.jaas import translate_jaas
 from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
 from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy
@@ -102,7 +103,7 @@ class KafkaSourceOptions:
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None, *, streaming: bool) -> KafkaSourceOptions:
         opts = Options(raw)
-        kafka = opts.with_prefix("kafka.")
+        kafka = translate_jaas(opts.with_prefix("kafka."))
         opts.reject_unknown(KNOWN, prefixes=("kafka.",))
         if not kafka.get("bootstrap.servers"):
             raise OptionError("kafka.bootstrap.servers", kafka.get("bootstrap.servers"),

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from jetspark.devtools.maven import copy_dependencies
+from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, wait_ready
 from jetspark.devtools.services.registry import ServiceRecord, cache_dir
 from jetspark.errors import JetsparkError, ServiceError
@@ -119,7 +120,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
         ensure_port_free(port, NAME)
     data_dir.mkdir(parents=True, exist_ok=True)
     props = data_dir / "server.properties"
-    props.write_text(_server_properties(data_dir, ports["broker"], ports["controller"]))
+    write_nofollow(props, _server_properties(data_dir, ports["broker"], ports["controller"]))
     log = data_dir / "kafka.log"
     if not (data_dir / "log" / "meta.properties").exists():
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -62,9 +62,9 @@ def _chown(path: Path, user: str | None) -> None:
         return
     entry = pwd.getpwnam(user)
     for root, dirs, files in os.walk(path):
-        os.chown(root, entry.pw_uid, entry.pw_gid)
+        os.chown(root, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
         for name in dirs + files:
-            os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid)
+            os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
 def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jetspark.devtools.services.files import open_nofollow
 from jetspark.errors import ServiceError
 
 
@@ -132,7 +133,7 @@ def spawn(
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    with open(log, "ab") as out:
+    with open_nofollow(log, "ab") as out:
         try:
             proc = subprocess.Popen(
                 list(argv),

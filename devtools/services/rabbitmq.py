@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, stop, wait_ready
 from jetspark.devtools.services.registry import ServiceRecord
 from jetspark.errors import ServiceError
@@ -34,15 +35,19 @@ def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
     for port in ports.values():
         ensure_port_free(port, NAME)
     data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / "enabled_plugins").write_text("[].\n")
-    (data_dir / "rabbitmq.conf").write_text(
+    write_nofollow(data_dir / "enabled_plugins", "[].\n")
+    write_nofollow(
+        data_dir / "rabbitmq.conf",
         "loopback_users = none\n"
+        # Erlang distribution (how rabbitmqctl reaches the node) on loopback only.
+        "distribution.listener.interface = 127.0.0.1\n"
         # Publishers in tests and benchmarks are local: never block them on disk space.
         "disk_free_limit.absolute = 50MB\n"
     )
     env = {
         "HOME": str(data_dir),  # the Erlang cookie lives here
         "ERL_EPMD_PORT": str(ports["epmd"]),
+        "ERL_EPMD_ADDRESS": "127.0.0.1",  # epmd listens on loopback only
         "RABBITMQ_NODENAME": f"jetspark{ports['amqp']}@localhost",
         "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
         "RABBITMQ_NODE_PORT": str(ports["amqp"]),

@@ -15,20 +15,19 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from jetspark.devtools.services.files import open_nofollow, private_dir, write_nofollow
 from jetspark.devtools.services.process import ProcessRecord
 
 
 def run_dir() -> Path:
     """Data, logs and the state file of local services (``JETSPARK_RUN_DIR``).
 
-    Defaults to ``/tmp/jetspark-<uid>``: readable by the ``postgres`` user, which
-    PostgreSQL needs when we run as root (``/root`` is not).
+    Defaults to ``/tmp/jetspark-<uid>``, private: created 0700 and checked on each use
+    (:func:`.files.private_dir`). As root it is 0711, so the ``postgres`` user PostgreSQL
+    then runs as can reach its own data directory in it (``/root`` would not do).
     """
     path = Path(os.environ.get("JETSPARK_RUN_DIR") or f"/tmp/jetspark-{os.getuid()}")
-    path.mkdir(parents=True, exist_ok=True)
-    if os.getuid() == 0:
-        path.chmod(0o755)
-    return path
+    return private_dir(path, 0o711 if os.getuid() == 0 else 0o700)
 
 
 def cache_dir() -> Path:
@@ -75,7 +74,7 @@ class Registry:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[Registry]:
-        with open(self.directory / "services.lock", "w") as lock:
+        with open_nofollow(self.directory / "services.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield self
@@ -91,5 +90,5 @@ class Registry:
 
     def save(self, records: dict[str, ServiceRecord]) -> None:
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({n: r.to_json() for n, r in records.items()}, indent=2))
+        write_nofollow(tmp, json.dumps({n: r.to_json() for n, r in records.items()}, indent=2))
         tmp.replace(self.path)

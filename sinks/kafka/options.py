@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jetspark.datasources.kafka.jaas import translate_jaas
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
 from jetspark.redaction import scrub, secret_values
@@ -81,7 +82,7 @@ class KafkaSinkOptions:
         opts = Options(raw)
         guarantee, commit = parse_guarantee(opts, COMMITS)  # first: it names the old option 'mode'
         opts.reject_unknown(KNOWN, prefixes=("kafka.",))
-        producer = opts.with_prefix("kafka.")
+        producer = translate_jaas(opts.with_prefix("kafka."))
         if not producer.get("bootstrap.servers"):
             raise OptionError("kafka.bootstrap.servers", producer.get("bootstrap.servers"),
                               "host:port[,host:port…] of the Kafka brokers (required)")

@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from jetspark import faults
 from jetspark.datasources.kafka.broker import rejected_setting_error
+from jetspark.datasources.kafka.scopes import consumer_settings
 from jetspark.sinks.kafka.options import KafkaSinkOptions
 from jetspark.sinks.kafka.rows import KafkaColumns, produce_batch
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
@@ -90,7 +91,7 @@ class KafkaResource(TransactionalResource):
         tid = self.options.transactional_id(key.sink_id, key.partition_id)
         self._producer = make_producer(self.options, {"transactional.id": tid}, self._errors)
         self._consumer = Consumer({
-            "bootstrap.servers": self.options.bootstrap, **_client_security(self.options),
+            "bootstrap.servers": self.options.bootstrap, **consumer_settings(self.options.producer_config()),
             "group.id": tid, "enable.auto.commit": "false", "isolation.level": "read_committed",
         })
         self._call("init_transactions", TIMEOUT_S)  # fences older attempts, ends their transaction
@@ -177,8 +178,3 @@ class KafkaResource(TransactionalResource):
             raise SinkError(f"reading the sink marker on {self.options.marker_topic}[0] failed: {tp.error}")
         return tp.offset if tp.offset >= 0 else 0
 
-
-def _client_security(options: KafkaSinkOptions) -> dict[str, str]:
-    """The producer settings a consumer needs too (security, client identity)."""
-    keep = ("security.protocol", "sasl.", "ssl.", "client.dns.lookup", "socket.")
-    return {k: v for k, v in options.producer if k.startswith(keep)}

@@ -31,6 +31,22 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
+# 127.0.0.1 and ::1 as /proc/net/tcp{,6} write them (32-bit words in host byte order)
+LOOPBACK = {"0100007F", "00000000000000000000000001000000"}
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """The local addresses of the TCP sockets listening on ``port`` (IPv4 and IPv6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local_address, state = line.split()[1], line.split()[3]
+            address, hex_port = local_address.split(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
 @pytest.fixture
 def own_run_dir(monkeypatch):
     # Not under pytest's tmp_path: PostgreSQL runs as 'postgres' when we are root and
@@ -58,6 +74,10 @@ def test_up_is_idempotent_restart_keeps_data_down_leaves_nothing(own_run_dir):
         assert conn.execute("SELECT v FROM kept").fetchall() == [(42,)]
 
     rabbitmq.probe(endpoints.amqp_url)
+    ports = Registry(own_run_dir).load()["rabbitmq"].ports
+    for name in ("epmd", "dist", "amqp"):
+        found = _listening_addresses(ports[name])
+        assert found and found <= LOOPBACK, f"rabbitmq's {name} port listens on {found}"
     assert _processes_mentioning(str(own_run_dir)), "services should run from the run dir"
     pids = [p.pid for rec in Registry(own_run_dir).load().values() for p in rec.processes]
     assert len(pids) == 3  # postgres, the RabbitMQ node and its own epmd

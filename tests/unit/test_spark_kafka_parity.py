@@ -22,7 +22,7 @@ GUIDE = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "spark_ka
                    .read_text())
 KINDS = {"source_options": "source option", "source_columns": "source column", "sink_options": "sink option",
          "sink_columns": "sink column", "kafka_params_refused_by_spark": "kafka setting",
-         "spark_conf": "Spark conf"}
+         "spark_conf": "Spark conf", "kafka_security_params": "security setting"}
 STATUSES = {"same", "differs", "not supported", "not applicable"}
 UNKNOWN = "one of the known options"
 SOURCE_BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "t", "startingOffsets": "earliest"}
@@ -102,3 +102,16 @@ def test_kafka_settings_spark_refuses_are_refused_at_start(kind, name):
         with pytest.raises(OptionError) as err:
             start({**base, name: "x"})
         assert err.value.option == name
+
+
+@pytest.mark.parametrize(("kind", "name"), [k for k in DOCUMENTED if k[0] == "security setting"])
+def test_security_settings_are_translated_for_source_and_sink(kind, name):
+    """The JAAS line of the PLAIN and SCRAM login modules becomes librdkafka's credentials."""
+    assert (kind, name) == ("security setting", "kafka.sasl.jaas.config")
+    assert TABLE[(kind, name)] == "differs"
+    raw = {"kafka.sasl.mechanism": "PLAIN", name: 'org.apache.kafka.common.security.plain.PlainLoginModule '
+                                                  'required username="u" password="p";'}
+    source = KafkaSourceOptions.parse({**SOURCE_BASE, **raw}, streaming=True).kafka
+    sink = KafkaSinkOptions.parse({**SINK_BASE, **raw}).producer_config()
+    for kafka in (source, sink):
+        assert (kafka["sasl.username"], kafka["sasl.password"]) == ("u", "p")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jetspark.datasources.kafka.event_time import ON_MALFORMED
 from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
 from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy
@@ -28,6 +29,7 @@ KNOWN = (
     "dedupRetention",
     "dedupMemory",
     "eventTime",
+    "eventTime.onMalformed",
     *WATERMARK_OPTIONS,
     "pollTimeout",
     "reconnectTimeout",
@@ -58,6 +60,9 @@ class RabbitMQOptions:
     """Memory for the dedup store's Bloom filters (see :mod:`.dedup`)."""
     event_time: str = EVENT_TIME_PROPERTY
     """``timestamp`` (AMQP timestamp property) or ``header:<name>``."""
+    on_malformed_event_time: str = "null"
+    """``eventTime.onMalformed``, jetkafka's words: ``fail`` the query, or ``null`` (the
+    receive time stands in, the message is counted in ``counts.malformedEventTime``)."""
     watermark: WatermarkOptions = field(default_factory=lambda: WatermarkOptions(WatermarkPolicy()))
     """The ``watermark.*`` options, as on jetkafka (``advanceWhenIdle`` is refused: see parse)."""
     poll_timeout_ms: int = 50
@@ -114,6 +119,7 @@ class RabbitMQOptions:
             dedup_retention_ms=o.duration_ms("dedupRetention", cls.dedup_retention_ms),
             dedup_memory_bytes=o.size_bytes("dedupMemory", cls.dedup_memory_bytes),
             event_time=event_time,
+            on_malformed_event_time=o.choice("eventTime.onMalformed", "null", ON_MALFORMED),
             watermark=marks,
             poll_timeout_ms=o.duration_ms("pollTimeout", cls.poll_timeout_ms),
             reconnect_timeout_ms=o.duration_ms("reconnectTimeout", cls.reconnect_timeout_ms),

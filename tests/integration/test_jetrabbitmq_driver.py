@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from jetspark.datasources.kafka.event_time import MalformedEventTimeError
 from jetspark.datasources.rabbitmq.consumer import QueueConsumer, QueueError
 from jetspark.datasources.rabbitmq.driver import MissingMessageIdError, QueueDriver, WalGapError
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
@@ -222,3 +223,19 @@ def _wal_rows(ids: list[str]):
         "timestamp": pa.array([0] * n, WAL_SCHEMA.field("timestamp").type),
         "redelivered": [False] * n, "event_time_ms": [0] * n, "late": [False] * n,
     }, schema=WAL_SCHEMA)
+
+
+def test_malformed_event_time_fails_only_when_asked_and_nothing_is_acked(amqp_url, rabbit_queue, tmp_path):
+    publish(amqp_url, rabbit_queue, ["ok", "bad"], timestamps=[1_767_225_600, 2**64 - 1])
+    d = _driver(amqp_url, rabbit_queue, tmp_path, **{"eventTime.onMalformed": "fail"})
+    with pytest.raises(MalformedEventTimeError, match=r"message 'bad' on queue .*eventTime.onMalformed"):
+        d.latest_offset(d.initial_offset(), None)
+    assert d.wal.ranges() == []
+    d.stop()
+    assert wait_counts(rabbit_queue, (2, 0)) == (2, 0)  # both back in the queue
+    d2 = _driver(amqp_url, rabbit_queue, tmp_path)  # the default, null: counted, the receive time stands in
+    o1 = d2.latest_offset(d2.initial_offset(), None)
+    assert o1["seq"] == 2 and o1["counts"]["malformedEventTime"] == 1
+    d2.latest_offset(o1, None)
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+    d2.stop()

@@ -79,7 +79,7 @@ class QueueDriver:
         self.wal = WriteAheadLog(o.wal_location)
         self.consumer = QueueConsumer(
             o.url, o.queue, o.prefetch, reconnect_timeout_s=o.reconnect_timeout_ms / 1000,
-            display_url=o.redacted_url(),
+            display_url=o.redacted_url(), buffer_bytes=o.buffer_memory_bytes,
         )
         self._dedup: DedupStore | None = None
         self._ranges: list[WalRange] | None = None
@@ -122,21 +122,28 @@ class QueueDriver:
         ids: list[str] = []
         seen: set[str] = set()
         poll_s = self.options.poll_timeout_ms / 1000
+        max_bytes = self.options.max_bytes_per_trigger
+        taken_bytes = 0
         while len(rows) < limit:  # duplicates do not fill a batch: take more
+            if max_bytes is not None and taken_bytes >= max_bytes:
+                break
             want = limit - len(rows)
             if self._budget is not None:
                 want = min(want, self._budget)
                 if want <= 0:
                     break
-            deliveries = self.consumer.fetch(want, poll_s)
+            room = None if max_bytes is None else max_bytes - taken_bytes  # > 0: checked above
+            deliveries = self.consumer.fetch(want, poll_s, max_bytes=room, oversize_first=not rows)
             if not deliveries and not rows and self._budget:
                 # AvailableNow ends at the first empty batch, yet messages counted at the start
                 # are due: wait for them a while (another consumer may have taken them).
-                deliveries = self.consumer.fetch(want, poll_s, first_wait_s=AVAILABLE_NOW_PATIENCE_S)
+                deliveries = self.consumer.fetch(want, poll_s, first_wait_s=AVAILABLE_NOW_PATIENCE_S,
+                                                 max_bytes=room, oversize_first=True)
             if not deliveries:
                 break
             if self._budget is not None:
                 self._budget -= len(deliveries)
+            taken_bytes += sum(len(d.body) for d in deliveries)
             self.consumer.ack(self._select(deliveries, rows, ids, seen))
         if not rows:
             return start

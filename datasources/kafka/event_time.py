@@ -169,7 +169,7 @@ def _one(spec: EventTimeSpec, value: bytes | None) -> int | None:
         if isinstance(node, bool) or not isinstance(node, int | float):
             return None
         return int(spec._to_us(pa.array([float(node)])).to_pylist()[0])
-    except (ValueError, pa.ArrowInvalid, OverflowError):
+    except (ValueError, pa.ArrowInvalid, OverflowError, RecursionError):  # RecursionError: deep nesting
         return None
 
 

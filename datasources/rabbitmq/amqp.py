@@ -36,6 +36,9 @@ PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 CHANNEL = 1
 READ_CHUNK = 1 << 20
 RPC_TIMEOUT_S = 30.0
+MAX_NESTING = 64
+"""Deepest nesting of tables and arrays in a header table that is decoded; a deeper one is
+not (its message keeps its ID and timestamp, its headers are marked malformed)."""
 
 _HDR = struct.Struct(">BHI")  # frame type, channel, payload size
 _IDS = struct.Struct(">HH")  # class id, method id
@@ -75,6 +78,8 @@ class Properties:
     message_id: str | None = None
     timestamp: int | None = None
     headers: dict[str, Any] | None = None
+    headers_malformed: bool = False
+    """The header table was not decoded (nested deeper than :data:`MAX_NESTING`); ``headers`` is None."""
 
 
 OnDelivery = Callable[[int, bytes, Properties, str, str, bool], None]
@@ -106,11 +111,12 @@ _FIXED = {ord(kind): struct.Struct(">" + fmt) for kind, fmt in  # fixed-size fie
            ("l", "q"), ("L", "q"), ("f", "f"), ("d", "d"))}
 
 
-def decode_value(data: bytes, pos: int) -> tuple[Any, int]:
+def decode_value(data: bytes, pos: int, depth: int = 0) -> tuple[Any, int]:
     """One typed field value (RabbitMQ's field types) at ``pos``; the value and the next position.
 
     Types as pika gives them, except that floats stay floats: long strings as text (bytes
     when not UTF-8), timestamps as aware UTC datetimes, tables as dicts, arrays as lists.
+    ``depth``: the tables and arrays around the value; :class:`TooDeep` beyond :data:`MAX_NESTING`.
     """
     kind = data[pos]
     pos += 1
@@ -129,13 +135,15 @@ def decode_value(data: bytes, pos: int) -> tuple[Any, int]:
         except (ValueError, OverflowError, OSError):  # beyond datetime's range: the number
             return seconds, pos + 8
     if kind == 0x46:  # F
-        return decode_table(data, pos)
+        return decode_table(data, pos, depth + 1)
     if kind == 0x41:  # A
+        if depth >= MAX_NESTING:
+            raise TooDeep(MAX_NESTING)
         end = pos + 4 + _U32.unpack_from(data, pos)[0]
         pos += 4
         items = []
         while pos < end:
-            item, pos = decode_value(data, pos)
+            item, pos = decode_value(data, pos, depth + 1)
             items.append(item)
         return items, end
     if kind == 0x78:  # x
@@ -153,16 +161,24 @@ class _UnknownFieldType(AmqpError):
     enclosing table is skipped (its size is known) rather than failing the delivery."""
 
 
-def decode_table(data: bytes, pos: int) -> tuple[dict[str, Any], int]:
+class TooDeep(AmqpError):
+    """A field table nests tables or arrays deeper than :data:`MAX_NESTING`: decoding it would
+    exhaust Python's stack (a recursion error would drop the connection, and the broker would
+    redeliver the message forever)."""
+
+
+def decode_table(data: bytes, pos: int, depth: int = 0) -> tuple[dict[str, Any], int]:
     """A field table at ``pos``; the dict and the next position. Fields from one of an
-    unknown type on are left out."""
+    unknown type on are left out; :class:`TooDeep` when nested beyond :data:`MAX_NESTING`."""
+    if depth > MAX_NESTING:
+        raise TooDeep(MAX_NESTING)
     end = pos + 4 + _U32.unpack_from(data, pos)[0]
     pos += 4
     table = {}
     try:
         while pos < end:
             key, pos = _shortstr(data, pos)
-            table[key], pos = decode_value(data, pos)
+            table[key], pos = decode_value(data, pos, depth)
     except _UnknownFieldType:
         pass
     return table, end
@@ -210,7 +226,11 @@ def decode_properties(data: bytes, pos: int, flags: int) -> Properties:
         if flags & flag:
             pos += size or 1 + data[pos]
     if flags & _P_HEADERS:
-        props.headers, pos = decode_table(data, pos)
+        try:
+            props.headers, pos = decode_table(data, pos)
+        except TooDeep:  # its size is known: skip it, keep the message
+            props.headers_malformed = True
+            pos += 4 + _U32.unpack_from(data, pos)[0]
     for flag, size in _SKIP_BEFORE_MESSAGE_ID:
         if flags & flag:
             pos += size or 1 + data[pos]

@@ -57,7 +57,7 @@ class QueueConsumer:
 
     def __init__(
         self, url: str, queue: str, prefetch: int, *, reconnect_timeout_s: float = 60.0,
-        display_url: str | None = None,
+        display_url: str | None = None, buffer_bytes: int = 256 << 20,
     ) -> None:
         self.url = url
         self.queue = queue
@@ -68,6 +68,9 @@ class QueueConsumer:
         self.reconnects = 0
         self._conn: Connection | None = None
         self._buffer: deque[Delivery] = deque()
+        self.buffer_bytes = buffer_bytes
+        """Bound of the buffered bodies: past it the socket is not read (TCP holds the broker back)."""
+        self._buffered_bytes = [0]
         self._unacked: set[int] = set()
         self._lock = threading.RLock()
         self._callers = 0  # Spark calls waiting for or holding the lock: the pump steps aside
@@ -142,10 +145,11 @@ class QueueConsumer:
             conn.qos(self.prefetch)
             self.generation += 1
             generation = self.generation
-            unacked, buffer = self._unacked, self._buffer
+            unacked, buffer, size = self._unacked, self._buffer, self._buffered_bytes
 
             def on_delivery(tag, body, properties, routing_key, exchange, redelivered) -> None:
                 unacked.add(tag)
+                size[0] += len(body)
                 buffer.append(Delivery(generation, tag, body, properties, routing_key, exchange, redelivered))
 
             conn.consume(self.queue, on_delivery)
@@ -158,6 +162,7 @@ class QueueConsumer:
         """Forget the connection; what it held is requeued by the broker."""
         conn, self._conn = self._conn, None
         self._buffer.clear()
+        self._buffered_bytes[0] = 0
         self._unacked.clear()
         if conn is not None and conn.is_open:
             _close_quietly(conn)
@@ -182,7 +187,7 @@ class QueueConsumer:
                 continue
             received = False
             try:
-                if self.is_open and not self._callers:
+                if self.is_open and not self._callers and not self._buffer_full():
                     before = len(self._buffer)
                     self._conn.process(PUMP_SLICE_S)
                     received = len(self._buffer) > before
@@ -203,21 +208,37 @@ class QueueConsumer:
 
     # -- consuming ----------------------------------------------------------------------
     def fetch(
-        self, max_count: int, poll_timeout_s: float, first_wait_s: float | None = None
+        self, max_count: int, poll_timeout_s: float, first_wait_s: float | None = None,
+        max_bytes: int | None = None, oversize_first: bool = True,
     ) -> list[Delivery]:
         """Up to ``max_count`` deliveries: those buffered plus what arrives without a pause
-        longer than ``poll_timeout_s`` (``first_wait_s`` for the first one when none is buffered)."""
+        longer than ``poll_timeout_s`` (``first_wait_s`` for the first one when none is buffered);
+        with ``max_bytes``, no more than their bodies fit in (but one delivery larger than that
+        when ``oversize_first``: a message larger than the bound must still go somewhere)."""
         with self._held():
             self.ensure_open()
             wait = poll_timeout_s if self._buffer or first_wait_s is None else first_wait_s
             try:
-                while len(self._buffer) < max_count and self._conn.process(wait):
+                while (len(self._buffer) < max_count and not self._buffer_full()
+                       and (max_bytes is None or self._buffered_bytes[0] < max_bytes)
+                       and self._conn.process(wait)):
                     wait = poll_timeout_s
             except _CONNECTION_ERRORS as e:
                 log.warning("jetrabbitmq: connection lost while fetching: %s", e)
                 self._reconnect()
-            n = min(max_count, len(self._buffer))
-            return [self._buffer.popleft() for _ in range(n)]
+            out: list[Delivery] = []
+            taken = 0
+            while self._buffer and len(out) < max_count:
+                size = len(self._buffer[0].body)
+                if max_bytes is not None and taken + size > max_bytes and (out or not oversize_first):
+                    break
+                out.append(self._buffer.popleft())
+                taken += size
+            self._buffered_bytes[0] -= taken
+            return out
+
+    def _buffer_full(self) -> bool:
+        return self._buffered_bytes[0] >= self.buffer_bytes
 
     def unfetch(self, deliveries: list[Delivery]) -> None:
         """Put deliveries back at the head of the buffer (same generation only)."""
@@ -225,6 +246,7 @@ class QueueConsumer:
             for d in reversed(deliveries):
                 if d.generation == self.generation and d.tag in self._unacked:
                     self._buffer.appendleft(d)
+                    self._buffered_bytes[0] += len(d.body)
 
     def buffered(self) -> int:
         return len(self._buffer)

@@ -25,7 +25,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from jetspark import faults
+from jetspark.datasources.kafka.event_time import MalformedEventTimeError
 from jetspark.datasources.rabbitmq.consumer import Delivery, QueueConsumer
 from jetspark.datasources.rabbitmq.dedup import DedupStore
 from jetspark.datasources.rabbitmq.lease import Lease
@@ -38,7 +41,8 @@ from jetspark.errors import JetsparkError
 log = logging.getLogger(__name__)
 
 AVAILABLE_NOW_PATIENCE_S = 10.0
-COUNT_KEYS = ("late", "duplicates", "missingIdDropped", "missingIdHashed")
+COUNT_KEYS = ("late", "duplicates", "missingIdDropped", "missingIdHashed", "malformedEventTime",
+              "malformedHeaders")
 
 
 class MissingMessageIdError(JetsparkError):
@@ -75,7 +79,7 @@ class QueueDriver:
         self.wal = WriteAheadLog(o.wal_location)
         self.consumer = QueueConsumer(
             o.url, o.queue, o.prefetch, reconnect_timeout_s=o.reconnect_timeout_ms / 1000,
-            display_url=o.redacted_url(),
+            display_url=o.redacted_url(), buffer_bytes=o.buffer_memory_bytes,
         )
         self._dedup: DedupStore | None = None
         self._ranges: list[WalRange] | None = None
@@ -118,31 +122,39 @@ class QueueDriver:
         ids: list[str] = []
         seen: set[str] = set()
         poll_s = self.options.poll_timeout_ms / 1000
+        max_bytes = self.options.max_bytes_per_trigger
+        taken_bytes = 0
         while len(rows) < limit:  # duplicates do not fill a batch: take more
+            if max_bytes is not None and taken_bytes >= max_bytes:
+                break
             want = limit - len(rows)
             if self._budget is not None:
                 want = min(want, self._budget)
                 if want <= 0:
                     break
-            deliveries = self.consumer.fetch(want, poll_s)
+            room = None if max_bytes is None else max_bytes - taken_bytes  # > 0: checked above
+            deliveries = self.consumer.fetch(want, poll_s, max_bytes=room, oversize_first=not rows)
             if not deliveries and not rows and self._budget:
                 # AvailableNow ends at the first empty batch, yet messages counted at the start
                 # are due: wait for them a while (another consumer may have taken them).
-                deliveries = self.consumer.fetch(want, poll_s, first_wait_s=AVAILABLE_NOW_PATIENCE_S)
+                deliveries = self.consumer.fetch(want, poll_s, first_wait_s=AVAILABLE_NOW_PATIENCE_S,
+                                                 max_bytes=room, oversize_first=True)
             if not deliveries:
                 break
             if self._budget is not None:
                 self._budget -= len(deliveries)
+            taken_bytes += sum(len(d.body) for d in deliveries)
             self.consumer.ack(self._select(deliveries, rows, ids, seen))
         if not rows:
             return start
         now = self.clock()
         events = event_times_ms(rows, self.options, now)
-        state, late = self.watermarks.advance(start, events)
+        self._check_malformed(rows, ids, events.malformed)
+        state, late = self.watermarks.advance(start, events.ms)
         self._counts["late"] += int(late.sum())
         r = WalRange(start_seq, start_seq + len(rows), self.lease.epoch)
         self.lease.check()
-        self.wal.write(r, to_wal_table(rows, ids, events, late))
+        self.wal.write(r, to_wal_table(rows, ids, events.ms, late))
         self.ranges().append(r)
         self._logged[(r.start, r.end)] = r.epoch
         self._pending[r] = PendingBatch(ids, rows)
@@ -239,6 +251,21 @@ class QueueDriver:
                 self.consumer.unfetch(pending.deliveries)
         self.wal.delete(orphans)
         self._ranges = [r for r in self.ranges() if r.start < seq]
+
+    def _check_malformed(self, rows: list[Delivery], ids: list[str], malformed: np.ndarray) -> None:
+        """Count the batch's malformed event times and undecoded header tables, or fail
+        (``eventTime.onMalformed=fail``) naming the first message; nothing is written then."""
+        o = self.options
+        bad = int(malformed.sum())
+        if bad and o.on_malformed_event_time == "fail":
+            i = int(np.argmax(malformed))
+            raise MalformedEventTimeError(
+                f"jetrabbitmq: message {ids[i]!r} on queue {o.queue!r} (routing key {rows[i].routing_key!r}) "
+                f"has a malformed event time ({o.event_time}: not a time in years 1-9999, NaN, infinite, "
+                "not ISO 8601, or headers nested too deep); option eventTime.onMalformed is 'fail'; "
+                "set it to 'null' to keep such messages, their receive time standing in")
+        self._counts["malformedEventTime"] += bad
+        self._counts["malformedHeaders"] += sum(1 for d in rows if d.properties.headers_malformed)
 
     def _select(
         self, deliveries: list[Delivery], rows: list[Delivery], ids: list[str], seen: set[str]

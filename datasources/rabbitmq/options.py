@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jetspark.datasources.kafka.event_time import ON_MALFORMED
 from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
 from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy
@@ -22,12 +23,15 @@ KNOWN = (
     "queue",
     "walLocation",
     "maxMessagesPerTrigger",
+    "maxBytesPerTrigger",
     "prefetch",
+    "bufferMemory",
     "messageId",
     "onMissingMessageId",
     "dedupRetention",
     "dedupMemory",
     "eventTime",
+    "eventTime.onMalformed",
     *WATERMARK_OPTIONS,
     "pollTimeout",
     "reconnectTimeout",
@@ -48,7 +52,12 @@ class RabbitMQOptions:
     queue: str
     wal_location: str
     max_messages_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    """A batch stops taking messages once their bodies reach this many bytes (at least one message)."""
     prefetch: int = 10_000
+    buffer_memory_bytes: int = 256 << 20
+    """Bodies the driver reads ahead at most (RabbitMQ ignores AMQP's prefetch-size): past it
+    the consumer stops reading the socket, and TCP holds the broker back."""
     message_id: str = MESSAGE_ID_PROPERTY
     """``message_id`` (AMQP property), ``header:<name>`` or ``bodyHash``."""
     on_missing_message_id: str = "fail"
@@ -58,6 +67,9 @@ class RabbitMQOptions:
     """Memory for the dedup store's Bloom filters (see :mod:`.dedup`)."""
     event_time: str = EVENT_TIME_PROPERTY
     """``timestamp`` (AMQP timestamp property) or ``header:<name>``."""
+    on_malformed_event_time: str = "null"
+    """``eventTime.onMalformed``, jetkafka's words: ``fail`` the query, or ``null`` (the
+    receive time stands in, the message is counted in ``counts.malformedEventTime``)."""
     watermark: WatermarkOptions = field(default_factory=lambda: WatermarkOptions(WatermarkPolicy()))
     """The ``watermark.*`` options, as on jetkafka (``advanceWhenIdle`` is refused: see parse)."""
     poll_timeout_ms: int = 50
@@ -111,17 +123,24 @@ class RabbitMQOptions:
             queue=queue,
             wal_location=wal,
             max_messages_per_trigger=max_msgs,
+            max_bytes_per_trigger=o.size_bytes("maxBytesPerTrigger", None),  # type: ignore[arg-type]
             prefetch=prefetch,
+            buffer_memory_bytes=o.size_bytes("bufferMemory", cls.buffer_memory_bytes),
             message_id=message_id,
             on_missing_message_id=o.choice("onMissingMessageId", "fail", ("fail", "hash", "drop")),
             dedup_retention_ms=o.duration_ms("dedupRetention", cls.dedup_retention_ms),
             dedup_memory_bytes=o.size_bytes("dedupMemory", cls.dedup_memory_bytes),
             event_time=event_time,
+            on_malformed_event_time=o.choice("eventTime.onMalformed", "null", ON_MALFORMED),
             watermark=marks,
             poll_timeout_ms=o.duration_ms("pollTimeout", cls.poll_timeout_ms),
             reconnect_timeout_ms=o.duration_ms("reconnectTimeout", cls.reconnect_timeout_ms),
             lease_timeout_ms=o.duration_ms("leaseTimeout", cls.lease_timeout_ms),
         )
+        if parsed.max_bytes_per_trigger is not None and parsed.max_bytes_per_trigger < 1:
+            raise OptionError("maxBytesPerTrigger", o.get("maxBytesPerTrigger"), "a size of at least 1 byte")
+        if parsed.buffer_memory_bytes < 1 << 20:
+            raise OptionError("bufferMemory", o.get("bufferMemory"), "a size of at least 1 MB")
         if parsed.dedup_memory_bytes < 1 << 20:
             raise OptionError("dedupMemory", o.get("dedupMemory"), "a size of at least 1 MB")
         if parsed.lease_timeout_ms < 1_000:

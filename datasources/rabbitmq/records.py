@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.datasources.rabbitmq.consumer import Delivery
@@ -42,34 +46,95 @@ def header_text(value: object) -> str:
     return str(value)
 
 
-def event_times_ms(deliveries: Sequence[Delivery], options: RabbitMQOptions, received_ms: int) -> np.ndarray:
+MIN_EVENT_MS = -62_135_596_800_000
+"""0001-01-01T00:00:00Z: the earliest event time (Python's and Spark's calendars start there)."""
+MAX_EVENT_MS = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z: the latest event time; a later one is malformed."""
+MAX_TIMESTAMP_S = MAX_EVENT_MS // 1000
+"""The latest AMQP ``timestamp`` property (seconds, unsigned 64 bits on the wire) kept."""
+_MAX_S = pa.scalar(MAX_TIMESTAMP_S, pa.uint64())
+_UNDECODED = object()  # a header of a table that was not decoded (amqp.MAX_NESTING)
+
+
+@dataclass(frozen=True)
+class EventTimes:
+    """A batch's event times in epoch ms (the receive time where absent or malformed) and
+    which were malformed (an event time that exists but is not a time in years 1–9999:
+    NaN, infinite, out of range, text that is not ISO 8601, undecoded headers)."""
+
+    ms: np.ndarray
+    malformed: np.ndarray
+
+
+def event_times_ms(deliveries: Sequence[Delivery], options: RabbitMQOptions, received_ms: int) -> EventTimes:
     """Event times in epoch ms: the AMQP timestamp property (seconds) or a header (epoch ms
-    as a number, a timestamp, or ISO-8601 text); the receive time where absent."""
+    as a number, a timestamp, or ISO-8601 text); the receive time where absent or malformed."""
     header = options.event_time_header
     if header is None:
-        stamps = (d.properties.timestamp for d in deliveries)
-        times = (received_ms if ts is None else ts * 1000 for ts in stamps)
+        seconds = timestamp_seconds(deliveries)
+        valid = pc.fill_null(pc.less_equal(seconds, _MAX_S), True).to_numpy(zero_copy_only=False)
+        ms = pc.fill_null(seconds, 0).to_numpy(zero_copy_only=False).astype(np.float64) * 1000.0
+        absent = seconds.is_null().to_numpy(zero_copy_only=False)
     else:
-        times = (_header_time_ms((d.properties.headers or {}).get(header), received_ms) for d in deliveries)
-    return np.fromiter(times, np.int64, len(deliveries))
+        values = [_UNDECODED if d.properties.headers_malformed else (d.properties.headers or {}).get(header)
+                  for d in deliveries]
+        ms, absent = _header_ms(values)
+        valid = np.isfinite(ms) & (ms >= MIN_EVENT_MS) & (ms <= MAX_EVENT_MS)
+    malformed = ~absent & ~valid
+    use_received = absent | malformed
+    out = np.where(use_received, 0.0, ms)
+    return EventTimes(np.where(use_received, received_ms, np.floor(out).astype(np.int64)), malformed)
 
 
-def _header_time_ms(value: object, received_ms: int) -> int:
-    if value is None or isinstance(value, bool):
-        return received_ms
-    if isinstance(value, int | float):
-        return int(value)
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.UTC)
-        return int(value.timestamp() * 1000)
+def timestamp_seconds(deliveries: Sequence[Delivery]) -> pa.Array:
+    """The AMQP ``timestamp`` properties (uint64 seconds, null where absent)."""
+    return pa.array([d.properties.timestamp for d in deliveries], pa.uint64())
+
+
+def _header_ms(values: list[object]) -> tuple[np.ndarray, np.ndarray]:
+    """(epoch ms as float64, NaN where malformed; absent mask) of header values. Numbers and
+    timestamps take one Arrow conversion; only a batch with other values goes value by value."""
+    absent = np.fromiter((v is None or isinstance(v, bool) for v in values), bool, len(values))
     try:
-        parsed = dt.datetime.fromisoformat(header_text(value))
-    except ValueError:
-        return received_ms
+        arr = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError):
+        arr = None
+    if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
+        ms = pc.fill_null(pc.cast(arr, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+    elif arr is not None and pa.types.is_timestamp(arr.type):
+        ms = pc.fill_null(pc.cast(pc.cast(arr, pa.timestamp("us", "UTC")), pa.int64()), 0).to_numpy(
+            zero_copy_only=False) / 1000.0
+    elif arr is not None and (pa.types.is_null(arr.type) or pa.types.is_boolean(arr.type)):
+        ms = np.zeros(len(values))
+    else:
+        ms = np.fromiter((_header_value_ms(v) for v in values), np.float64, len(values))
+    return np.floor(ms), absent
+
+
+def _header_value_ms(value: object) -> float:
+    """One header value's event time in epoch ms; NaN when it is not a time."""
+    if value is None or isinstance(value, bool):
+        return 0.0
+    if isinstance(value, int | float | Decimal):
+        try:
+            return float(value)
+        except (OverflowError, ValueError):
+            return math.nan
+    if isinstance(value, dt.datetime):
+        parsed = value
+    elif isinstance(value, str | bytes):
+        try:
+            parsed = dt.datetime.fromisoformat(header_text(value))
+        except ValueError:
+            return math.nan
+    else:  # tables, arrays, undecoded headers
+        return math.nan
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.UTC)
-    return int(parsed.timestamp() * 1000)
+    return (parsed - _EPOCH) // dt.timedelta(microseconds=1) / 1000.0
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_wal_table(
@@ -81,7 +146,10 @@ def to_wal_table(
         None if p.headers is None else [(str(k), header_text(v)) for k, v in p.headers.items()]
         for p in props
     ]
-    stamps = [None if p.timestamp is None else int(p.timestamp) * 1_000_000 for p in props]
+    seconds = timestamp_seconds(deliveries)
+    in_range = pc.less_equal(seconds, _MAX_S)  # a later one is null (no Spark timestamp)
+    stamps = pc.multiply(pc.cast(pc.if_else(in_range, seconds, pa.scalar(None, pa.uint64())), pa.int64()),
+                         1_000_000)
     return pa.table(
         [
             pa.array(ids, pa.string()),
@@ -89,7 +157,7 @@ def to_wal_table(
             pa.array([d.routing_key for d in deliveries], pa.string()),
             pa.array([d.exchange for d in deliveries], pa.string()),
             pa.array(headers, WAL_SCHEMA.field("headers").type),
-            pa.array(stamps, pa.int64()).cast(TIMESTAMP_TYPE),
+            stamps.cast(TIMESTAMP_TYPE),
             pa.array([d.redelivered for d in deliveries], pa.bool_()),
             pa.array(event_ms, pa.int64()),
             pa.array(late, pa.bool_()),

@@ -19,7 +19,8 @@ Offsets (visible in ``query.lastProgress["sources"][0]["endOffset"]``)::
 
     {"seq": <next WAL sequence number>, "epoch": <lease epoch of the batch's writer>,
      "watermark": W, "partitions": {"orders": {"0": {"maxTs", "wm", "idle", "progressMs"}}},
-     "counts": {"late", "duplicates", "missingIdDropped", "missingIdHashed"}}   # running totals
+     "counts": {"late", "duplicates", "missingIdDropped", "missingIdHashed",
+                "malformedEventTime", "malformedHeaders"}}   # running totals
 
 Rows: the message's columns, then ``watermark``, ``heartbeat``, ``late``
 (:mod:`jetspark.columns`). With ``watermark.lateRecords=drop`` a late message becomes a stub

@@ -75,12 +75,14 @@ def test_malformed_event_time_fails_by_default_naming_the_record(jk, kafka_boots
 
 def test_malformed_event_time_null_policy_keeps_the_record(jk, kafka_bootstrap, kafka_topic, tmp_path):
     topic = kafka_topic(1)
-    stamps = [BASE_TS + 1_000, b"not json", BASE_TS + 3_000]
+    too_deep = b'{"meta": {"ts": ' + b"[" * 5000 + b"]" * 5000 + b"}}"  # RecursionError in json.loads
+    stamps = [BASE_TS + 1_000, b"not json", too_deep, BASE_TS + 3_000]
     produce(kafka_bootstrap, topic, _records(0, stamps, kafka_ts=BASE_TS + 2_000))
     query, rows = _run(jk, kafka_bootstrap, topic, tmp_path, **{"eventTime.onMalformed": "null"})
     assert query.exception() is None
     data = sorted((r.offset, r.eventTime is None, r.value) for r in rows if not r.heartbeat)
-    assert [d[:2] for d in data] == [(0, False), (1, True), (2, False)] and data[1][2] == b"not json"
+    assert [d[:2] for d in data] == [(0, False), (1, True), (2, True), (3, False)]
+    assert data[1][2] == b"not json" and data[2][2] == too_deep
     end = json.loads(query.lastProgress["sources"][0]["endOffset"])
     assert end["partitions"][topic]["0"]["maxTs"] == BASE_TS + 3_000
 

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from jetspark.datasources.kafka.event_time import MalformedEventTimeError
 from jetspark.datasources.rabbitmq.consumer import QueueConsumer, QueueError
 from jetspark.datasources.rabbitmq.driver import MissingMessageIdError, QueueDriver, WalGapError
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
@@ -222,3 +223,46 @@ def _wal_rows(ids: list[str]):
         "timestamp": pa.array([0] * n, WAL_SCHEMA.field("timestamp").type),
         "redelivered": [False] * n, "event_time_ms": [0] * n, "late": [False] * n,
     }, schema=WAL_SCHEMA)
+
+
+def test_malformed_event_time_fails_only_when_asked_and_nothing_is_acked(amqp_url, rabbit_queue, tmp_path):
+    publish(amqp_url, rabbit_queue, ["ok", "bad"], timestamps=[1_767_225_600, 2**64 - 1])
+    d = _driver(amqp_url, rabbit_queue, tmp_path, **{"eventTime.onMalformed": "fail"})
+    with pytest.raises(MalformedEventTimeError, match=r"message 'bad' on queue .*eventTime.onMalformed"):
+        d.latest_offset(d.initial_offset(), None)
+    assert d.wal.ranges() == []
+    d.stop()
+    assert wait_counts(rabbit_queue, (2, 0)) == (2, 0)  # both back in the queue
+    d2 = _driver(amqp_url, rabbit_queue, tmp_path)  # the default, null: counted, the receive time stands in
+    o1 = d2.latest_offset(d2.initial_offset(), None)
+    assert o1["seq"] == 2 and o1["counts"]["malformedEventTime"] == 1
+    d2.latest_offset(o1, None)
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+    d2.stop()
+
+
+def test_batches_and_the_read_ahead_are_bounded_in_bytes(amqp_url, rabbit_queue, tmp_path):
+    kb = b"x" * 1000
+    publish(amqp_url, rabbit_queue, [f"m{i}" for i in range(5)] + ["big"], bodies=[kb] * 5 + [kb * 3])
+    d = _driver(amqp_url, rabbit_queue, tmp_path, maxBytesPerTrigger="2500", bufferMemory="1 MB")
+    offsets = [d.initial_offset()]
+    sizes = []
+    while len(offsets) < 10:
+        nxt = d.latest_offset(offsets[-1], None)
+        if nxt["seq"] == offsets[-1]["seq"]:
+            break
+        sizes.append(len(_ids(d, offsets[-1], nxt)))
+        offsets.append(nxt)
+    assert sizes == [2, 2, 1, 1]  # 2 x 1000 B fit in 2500 B; the 3000 B message goes alone
+    assert d.consumer.buffer_bytes == 1 << 20
+    d.stop()
+
+
+def test_a_full_buffer_stops_reading_ahead(amqp_url, rabbit_queue):
+    publish(amqp_url, rabbit_queue, [f"m{i}" for i in range(40)], bodies=[b"y" * 100_000] * 40)
+    c = QueueConsumer(amqp_url, rabbit_queue, prefetch=1000, buffer_bytes=1 << 20)
+    c.ensure_open()
+    got = c.fetch(1000, 0.5)
+    assert 0 < len(got) < 40  # the bound stops the reads before the 4 MB are in
+    assert sum(len(d.body) for d in got) < (1 << 20) + (2 << 20)  # bound + one socket read's worth
+    c.close()

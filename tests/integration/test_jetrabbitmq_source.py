@@ -6,6 +6,7 @@ import datetime
 import importlib.util
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -222,3 +223,44 @@ def test_available_now_runs_one_after_another_in_one_application(rspark, amqp_ur
         query = _run(_stream(rspark, amqp_url, rabbit_queue, tmp_path), tmp_path, seen, available_now=True)
         assert query.exception() is None
     assert sorted(seen.ids()) == ["a", "b", "c"]
+
+
+def _deep(levels: int) -> dict:
+    table: dict = {"leaf": 1}
+    for _ in range(levels):
+        table = {"n": table}
+    return table
+
+
+def test_poison_messages_follow_the_malformed_policy_and_the_query_goes_on(
+        rspark, amqp_url, rabbit_queue, tmp_path):
+    ok, beyond_int64_us = 1_767_225_600, 2**63 // 1_000_000 + 1
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)  # pika encodes nested tables by recursion
+    try:
+        publish(amqp_url, rabbit_queue, ["deep", "ok", "year-10000", "int64"],  # late ones last
+                timestamps=[ok, ok, 253_402_300_800, beyond_int64_us],
+                headers=[{"deep": _deep(600)}, None, None, None])
+    finally:
+        sys.setrecursionlimit(limit)
+    sink = Collector()
+    query = _run(_stream(rspark, amqp_url, rabbit_queue, tmp_path), tmp_path, sink, available_now=True)
+    assert query.exception() is None
+    rows = {r.message_id: r for b in sink.batches.values() for r in b if not r.heartbeat}
+    # a malformed event time counts as received now: the well-formed older ones come first
+    assert sorted(rows) == ["deep", "int64", "ok", "year-10000"]  # none lost
+    assert rows["year-10000"].timestamp is None and rows["int64"].timestamp is None
+    assert rows["deep"].headers is None and rows["deep"].timestamp is not None
+    assert _end_offset(query)["counts"]["malformedEventTime"] == 2
+    assert _end_offset(query)["counts"]["malformedHeaders"] == 1
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)  # all acked: nothing comes back
+
+    # RabbitMQ itself refuses NaN and infinite doubles (541 INTERNAL_ERROR): a header brings them
+    # as text, or as a finite double beyond any time (both covered by unit tests as floats too)
+    publish(amqp_url, rabbit_queue, ["ok-2", "nan-2", "inf-2"], timestamps=[ok] * 3,
+            headers=[{"ts": ok * 1000}, {"ts": "NaN"}, {"ts": 1e300}])
+    sink2 = Collector()
+    q2 = _run(_stream(rspark, amqp_url, rabbit_queue, tmp_path / "h", eventTime="header:ts"), tmp_path / "h",
+              sink2, available_now=True)
+    assert q2.exception() is None and sorted(sink2.ids()) == ["inf-2", "nan-2", "ok-2"]
+    assert _end_offset(q2)["counts"]["malformedEventTime"] == 2

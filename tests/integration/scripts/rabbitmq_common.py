@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import time
 
 import pika
+import pika.data
 
 CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"  # not /usr/sbin's wrapper: it resets HOME (the cookie)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+_pika_encode_value = pika.data.encode_value
+
+
+def _encode_value(pieces: list, value: object) -> int:
+    """pika's header encoding, plus floats as AMQP doubles (``d``), which pika refuses: other
+    clients send them, NaN and infinities included."""
+    if isinstance(value, float):
+        pieces.append(struct.pack(">cd", b"d", value))
+        return 9
+    return _pika_encode_value(pieces, value)
+
+
+pika.data.encode_value = _encode_value
 
 
 def publish(url: str, queue: str, ids: list[str | None], *, bodies: list[bytes] | None = None,

@@ -191,3 +191,12 @@ def test_vectorized_path_equals_record_by_record_reference(objs):
         ts = node.get("ts") if isinstance(node, dict) else None
         expected.append(ts if isinstance(ts, int) and not isinstance(ts, bool) else None)
     assert extract_ms(spec(field="ts"), raw).to_pylist() == expected
+
+
+def test_deeply_nested_values_are_malformed_not_a_recursion_error():
+    deep = b'{"ts": ' + b'{"a": ' * 5000 + b"1" + b"}" * 5000 + b"}"
+    raw = values({"ts": 10}, deep, b'{"ts": ' + b"[" * 5000 + b"]" * 5000 + b"}", {"ts": 30})
+    assert extract_ms(spec(field="ts"), raw).to_pylist() == [10, None, None, 30]
+    _column, for_wm = event_times(spec(field="ts", onMalformed="null"), raw, np.array([1, 2, 3, 4]),
+                                  topic="t", partition=0, offsets=np.arange(4))
+    assert for_wm.tolist() == [10, 2, 3, 30]

@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 from pika import frame, spec
 
 from jetspark.datasources.rabbitmq.amqp import (
+    MAX_NESTING,
     ChannelClosed,
     Connection,
     ConnectionLost,
     Properties,
+    TooDeep,
     decode_properties,
     decode_table,
     encode_table,
@@ -244,3 +246,41 @@ def test_deliveries_arriving_while_closing_are_not_handed_out():
 def test_client_properties_of_any_common_type_encode():
     table = {"f": 1.5, "none": None, "list": [1, "a", [True]], "nested": {"x": 2}}
     assert decode_table(encode_table(table), 0)[0] == table
+
+
+def _nested_table(depth: int) -> bytes:
+    """A header table ``{"n": {"n": … {"n": 1}}}`` nested ``depth`` tables deep, then ``"k": "v"``."""
+    inner = b"\x01nl" + struct.pack(">q", 1)
+    for _ in range(depth):
+        inner = b"\x01nF" + struct.pack(">I", len(inner)) + inner
+    inner += b"\x01kS" + struct.pack(">I", 1) + b"v"
+    return struct.pack(">I", len(inner)) + inner
+
+
+def test_a_header_table_nested_too_deep_keeps_the_message_and_the_connection():
+    c = _Piped()
+    deep = _nested_table(600)  # ~1200 Python frames when decoded by recursion
+    flags = (1 << 13) | (1 << 7) | (1 << 6)  # headers, message_id, timestamp
+    props = deep + b"\x03m-1" + struct.pack(">Q", 1_700_000_000)
+    c.broker.sendall(_deliver_frame(7) + _header_frame(flags, props, 1) + frame.Body(1, b"b").marshal()
+                     + _delivery_frames(8, b"c", pika.BasicProperties(headers={"a": {"b": [1, {"c": 2}]}})))
+    c.drain()
+    assert [g[0] for g in c.got] == [7, 8] and c.is_open
+    assert c.got[0][2] == Properties(message_id="m-1", timestamp=1_700_000_000, headers=None,
+                                     headers_malformed=True)
+    assert c.got[1][2].headers == {"a": {"b": [1, {"c": 2}]}}
+
+
+def test_nesting_up_to_the_bound_decodes():
+    table, _ = decode_table(_nested_table(MAX_NESTING), 0)
+    depth = 0
+    while "n" in table and isinstance(table["n"], dict):
+        table, depth = table["n"], depth + 1
+    assert depth == MAX_NESTING
+    with pytest.raises(TooDeep):
+        decode_table(_nested_table(MAX_NESTING + 1), 0)
+    arrays = b"\x01a" + b"A" + struct.pack(">I", 0)
+    for _ in range(MAX_NESTING + 1):
+        arrays = b"\x01aA" + struct.pack(">I", len(arrays) - 2) + arrays[2:]
+    with pytest.raises(TooDeep):
+        decode_table(struct.pack(">I", len(arrays)) + arrays, 0)

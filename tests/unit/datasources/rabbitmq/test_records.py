@@ -1,0 +1,55 @@
+"""Event times of deliveries: absent, valid and malformed ones (pure logic, no broker)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import numpy as np
+import pytest
+
+from jetspark.datasources.rabbitmq.amqp import Properties
+from jetspark.datasources.rabbitmq.consumer import Delivery
+from jetspark.datasources.rabbitmq.options import RabbitMQOptions
+from jetspark.datasources.rabbitmq.records import MAX_TIMESTAMP_S, event_times_ms, to_wal_table
+
+RECEIVED = 777
+
+
+def _options(**extra: str) -> RabbitMQOptions:
+    return RabbitMQOptions.parse({"url": "amqp://localhost", "queue": "q", "walLocation": "/tmp/w", **extra})
+
+
+def _delivery(timestamp: int | None = None, headers: dict | None = None, malformed: bool = False) -> Delivery:
+    return Delivery(1, 1, b"", Properties("m", timestamp, headers, malformed), "rk", "", False)
+
+
+def test_timestamps_beyond_year_9999_or_int64_are_malformed_and_null():
+    stamps = [5, None, MAX_TIMESTAMP_S, MAX_TIMESTAMP_S + 1, 2**63 // 1000 + 1, 2**64 - 1]
+    rows = [_delivery(s) for s in stamps]
+    times = event_times_ms(rows, _options(), RECEIVED)
+    assert times.ms.tolist() == [5000, RECEIVED, MAX_TIMESTAMP_S * 1000, RECEIVED, RECEIVED, RECEIVED]
+    assert times.malformed.tolist() == [False, False, False, True, True, True]
+    table = to_wal_table(rows, list("abcdef"), times.ms, np.zeros(6, bool))
+    assert [None if t is None else t.year for t in table.column("timestamp").to_pylist()] == [
+        1970, None, 9999, None, None, None]
+
+
+@pytest.mark.parametrize(("values", "ms", "malformed"), [
+    ([1, None, 2.5, True], [1, RECEIVED, 2, RECEIVED], [False, False, False, False]),
+    ([math.nan, math.inf, -math.inf, 1e300, 4.0], [RECEIVED] * 4 + [4], [True] * 4 + [False]),
+    ([dt.datetime(2020, 1, 1, tzinfo=dt.UTC), dt.datetime(2020, 1, 1)], [1577836800000] * 2, [False] * 2),
+    (["2020-01-01T00:00:00Z", "soon", b"\xff", 5, {"a": 1}, [1]],
+     [1577836800000, RECEIVED, RECEIVED, 5, RECEIVED, RECEIVED], [False, True, True, False, True, True]),
+])
+def test_header_event_times(values, ms, malformed):
+    times = event_times_ms([_delivery(headers={"ts": v}) for v in values], _options(eventTime="header:ts"),
+                           RECEIVED)
+    assert times.ms.tolist() == ms and times.malformed.tolist() == malformed
+
+
+def test_undecoded_headers_make_a_header_event_time_malformed():
+    rows = [_delivery(headers=None, malformed=True), _delivery(headers={"ts": 3})]
+    times = event_times_ms(rows, _options(eventTime="header:ts"), RECEIVED)
+    assert times.ms.tolist() == [RECEIVED, 3] and times.malformed.tolist() == [True, False]
+    assert event_times_ms(rows[:1], _options(), RECEIVED).malformed.tolist() == [False]

@@ -115,8 +115,9 @@ def test_a_malformed_rabbitmq_url_is_not_echoed(url):
 
 def test_option_object_reprs_hide_credentials():
     kafka = KafkaSourceOptions.parse({"kafka.bootstrap.servers": "h:9092", "subscribe": "t",
-                                      "kafka.sasl.jaas.config": f'x password="{CANARY}";',
-                                      "kafka.sasl.password": CANARY, "kafka.ssl.key.password": CANARY},
+                                      "kafka.sasl.jaas.config": "org.apache.kafka.common.security.plain."
+                                      f'PlainLoginModule required username="u" password="{CANARY}";',
+                                      "kafka.sasl.mechanism": "PLAIN", "kafka.ssl.key.password": CANARY},
                                      streaming=True)
     rabbit = RabbitMQOptions.parse({"url": f"amqps://u:{CANARY}@h/%2F?ssl_options={CANARY}", "queue": "q",
                                     "walLocation": f"s3://AK:{CANARY}@b/w?secret_key={CANARY}"})

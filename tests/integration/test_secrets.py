@@ -5,11 +5,14 @@ rejected ones included. Failing paths (a rejected or unknown option, a malformed
 password, an unreachable broker) and succeeding ones run; then the exceptions (str, repr and
 the Py4J/Spark-wrapped chain), everything the process and Spark's JVM wrote to stdout/stderr
 (Spark's log: the test session logs to the console), Python's log records, and every file of
-the checkpoints and the WAL folder are searched. The canary appears nowhere.
+the checkpoints and the WAL folder are searched. The canary appears nowhere. Last, ``jetspark
+inspect`` (table and ``--json``) reads the jetkafka and jetrabbitmq checkpoints with the canary
+in its URLs, its walLocation and a ``--kafka-config`` file: not in its output either.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import traceback
 import uuid
@@ -20,6 +23,7 @@ import pytest
 from pyspark_jetkafka import DefaultSource as JetKafka
 
 from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
+from jetspark.devtools.cli import main as jetspark_cli
 from jetspark.sinks.jdbc.writer import JdbcDataSource
 from tests.integration.scripts.rabbitmq_common import publish
 
@@ -134,7 +138,7 @@ def test_the_canary_appears_nowhere(sspark, kafka_bootstrap, kafka_topic, amqp_u
         "kafka.sasl.pasword": CANARY}), "k2"), "kafka.sasl")
 
     # --- jetrabbitmq: succeeds, then fails -------------------------------------------------------
-    wal = tmp_path / "wal"
+    wal = tmp_path / f"u:{CANARY}@wal"  # a folder name that looks like userinfo: never shown
     publish(amqp_url, rabbit_queue, ["m1", "m2"])
 
     def rabbit(url: str, wal_location: str = str(wal), **options):
@@ -177,8 +181,30 @@ def test_the_canary_appears_nowhere(sspark, kafka_bootstrap, kafka_topic, amqp_u
     fails(lambda: jdbc(unreachable, password=CANARY), "PostgreSQL")
     fails(lambda: jdbc(f"mysql://u:{CANARY}@h/db"), "url")
 
-    # --- nowhere ---------------------------------------------------------------------------------
+    # --- jetspark inspect on the jetkafka and jetrabbitmq checkpoints -----------------------------
     out, err = capfd.readouterr()
+    kafka_config = tmp_path / "client.properties"
+    kafka_config.write_text(f"bootstrap.servers={kafka_bootstrap}\nsasl.password={CANARY}\n")
+    for output in ([], ["--json"]):
+        code = jetspark_cli(["inspect", str(tmp_path / "cp" / "kafka"), "--kafka-config", str(kafka_config),
+                             "--pg", _with_password(pg_dsn, CANARY), *output])  # trusted: connects
+        shown, shown_err = capfd.readouterr()
+        assert code == 0, shown + shown_err
+        if output:
+            lags = [p["lag"] for p in json.loads(shown)["kafka"]]
+            assert lags and set(lags) == {0}, shown  # Kafka was asked (with the file's settings)
+        code = jetspark_cli(["inspect", str(tmp_path / "cp" / "rabbit"), "--wal-location", str(wal),
+                             "--amqp", _with_password(amqp_url, CANARY), "--queue", rabbit_queue, *output])
+        shown_rabbit, shown_rabbit_err = capfd.readouterr()
+        assert code == 1, shown_rabbit + shown_rabbit_err  # the wrong password: rabbitmq is an error
+        assert "rabbitmq: RabbitMQ at" in shown_rabbit and "***@wal" in shown_rabbit, shown_rabbit
+        if output:
+            assert json.loads(shown_rabbit)["wal"]["lease"]["files"] >= 1  # the WAL folder was read
+        out, err = out + shown + shown_rabbit, err + shown_err + shown_rabbit_err
+
+    # --- nowhere ---------------------------------------------------------------------------------
+    out_rest, err_rest = capfd.readouterr()
+    out, err = out + out_rest, err + err_rest
     logs = "\n".join(r.getMessage() for r in caplog.records)
     for where, text in (("exceptions", "\n".join(texts)), ("stdout", out), ("stderr/Spark log", err),
                         ("Python logs", logs)):

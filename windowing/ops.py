@@ -127,6 +127,10 @@ def _co_deduct(c: Acc, b: Acc, dims: int) -> Acc:
     w = na * nb / safe_n
     pairs = _PAIRS[dims]
     com = [c[1 + dims + p] - b[1 + dims + p] - d[i] * d[j] * w for p, (i, j) in enumerate(pairs)]
+    # a sum of squares left after taking b out is known only to ~eps · the sum it came from;
+    # below that it is rounding noise: 0 (the remaining values are all equal)
+    com = [np.where(x <= _CANCELLATION * np.abs(c[1 + dims + p]), 0.0, x) if i == j else x
+           for p, ((i, j), x) in enumerate(zip(pairs, com, strict=True))]
     out = (na, *means, *com)
     zero = na <= 0
     out = tuple(np.where(zero, np.zeros_like(x), x) for x in out)
@@ -134,6 +138,7 @@ def _co_deduct(c: Acc, b: Acc, dims: int) -> Acc:
 
 
 _PAIRS = {1: ((0, 0),), 2: ((0, 0), (0, 1))}
+_CANCELLATION = 64 * np.finfo(np.float64).eps
 
 
 class Variance(AggregateOperation):

@@ -36,11 +36,11 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from jetspark.columns import TIMESTAMP_TYPE
-from jetspark.errors import JetsparkError, OptionError
+from jetspark.datasources.malformed import ON_MALFORMED, MalformedEventTimeError
+from jetspark.errors import OptionError
 from jetspark.options import Options
 
 FORMATS = ("epochMillis", "epochSeconds", "iso8601")
-ON_MALFORMED = ("fail", "null")
 _TS_US = TIMESTAMP_TYPE
 _ISO_FORM = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}(?::?\d{2})?)?$"
 """The accepted ISO-8601 forms (see the module docstring) with at most six fraction digits;
@@ -48,10 +48,6 @@ Arrow's cast alone would also take a date only or minutes without seconds."""
 _ISO_FORM_LONG = _ISO_FORM.replace(r"\d{1,6}", r"\d+")
 _ISO_ZONE = r"(?:Z|[+-]\d{2}(?::?\d{2})?)$"
 _READ = pj.ReadOptions(use_threads=False, block_size=1 << 26)
-
-
-class MalformedEventTimeError(JetsparkError):
-    """A record's event-time field is missing or malformed and ``eventTime.onMalformed=fail``."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jetspark import faults
-from jetspark.datasources.kafka.event_time import MalformedEventTimeError
+from jetspark.datasources.malformed import MalformedEventTimeError
 from jetspark.datasources.rabbitmq.consumer import Delivery, QueueConsumer
 from jetspark.datasources.rabbitmq.dedup import DedupStore
 from jetspark.datasources.rabbitmq.lease import Lease

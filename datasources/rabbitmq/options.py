@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from jetspark.datasources.kafka.event_time import ON_MALFORMED
+from jetspark.datasources.malformed import ON_MALFORMED
 from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
 from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from jetspark.datasources.kafka.event_time import MalformedEventTimeError
+from jetspark.datasources.malformed import MalformedEventTimeError
 from jetspark.datasources.rabbitmq.consumer import QueueConsumer, QueueError
 from jetspark.datasources.rabbitmq.driver import MissingMessageIdError, QueueDriver, WalGapError
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions

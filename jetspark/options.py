@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from jetspark.errors import UNKNOWN_NOT_SHOWN, OptionError
+from jetspark.secret_references import resolve_secret_references
 
 _DURATION_UNITS_MS = {
     "ms": 1,
@@ -43,10 +44,14 @@ DURATION_ACCEPTED = "a duration such as '10 seconds', '500ms', '2 minutes' or '1
 
 
 class Options:
-    """Case-insensitive view of raw string options that remembers which ones were read."""
+    """Case-insensitive view of raw string options that remembers which ones were read.
+
+    A credential given as ``X.file`` or ``X.env`` is read here, once, and seen as ``X``
+    (:mod:`jetspark.secret_references`)."""
 
     def __init__(self, raw: Mapping[str, str] | None) -> None:
-        self._raw = {str(k).lower(): (k, v) for k, v in (raw or {}).items()}
+        resolved = resolve_secret_references(raw or {})
+        self._raw = {str(k).lower(): (k, v) for k, v in resolved.items()}
         self._used: set[str] = set()
 
     def get(self, name: str) -> str | None:

@@ -5,8 +5,8 @@ client decodes each frame into method objects and dispatches it through several 
 of callbacks; here the socket is read in large chunks and deliveries (``Basic.Deliver``,
 its content header and body frames) are decoded in one tight loop, with only the
 properties the source uses (``message_id``, ``timestamp``, ``headers``) kept. Everything
-else a consumer needs is here too: the handshake (PLAIN, TLS from the URL), a passive
-queue declare (the ready count), ``Basic.Qos``, ``Basic.Consume``, ``Basic.Ack``,
+else a consumer needs is here too: the handshake (PLAIN or EXTERNAL, TLS from the URL or
+:mod:`.endpoint`), a passive queue declare (the ready count), ``Basic.Qos``, ``Basic.Consume``, ``Basic.Ack``,
 heartbeats both ways, and the broker closing the channel or the connection (raised as
 :class:`ChannelClosed` / :class:`ConnectionLost`).
 
@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-import pika
+from jetspark.datasources.rabbitmq.endpoint import AmqpEndpoint
 
 FRAME_METHOD, FRAME_HEADER, FRAME_BODY, FRAME_HEARTBEAT = 1, 2, 3, 8
 FRAME_END = 0xCE
@@ -60,6 +60,11 @@ class AmqpError(Exception):
 
 class ConnectionLost(AmqpError):
     """The connection is gone (socket closed, heartbeats missed, ``Connection.Close``)."""
+
+
+class Refused(AmqpError):
+    """The broker refused the connection for good: TLS verification or the login failed.
+    Retrying cannot help; the message names the options to check, never a secret."""
 
 
 class ChannelClosed(AmqpError):
@@ -257,8 +262,10 @@ class Connection:
     synchronous call waits for its reply.
     """
 
-    def __init__(self, url: str, *, client_name: str = "jetspark") -> None:
-        self.params = pika.URLParameters(url)
+    def __init__(self, endpoint: str | AmqpEndpoint, *, client_name: str = "jetspark") -> None:
+        endpoint = endpoint if isinstance(endpoint, AmqpEndpoint) else AmqpEndpoint(endpoint)
+        self.params = endpoint.parameters()
+        self.mechanism = endpoint.mechanism
         self.client_name = client_name
         self.on_delivery: OnDelivery | None = None
         self.heartbeat_s = 0
@@ -284,8 +291,16 @@ class Connection:
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)  # even with heartbeat=0
             if p.ssl_options is not None:
-                self._sock = p.ssl_options.context.wrap_socket(
-                    self._sock, server_hostname=p.ssl_options.server_hostname or p.host)
+                try:
+                    self._sock = p.ssl_options.context.wrap_socket(
+                        self._sock, server_hostname=p.ssl_options.server_hostname or p.host)
+                except ssl.SSLCertVerificationError as e:
+                    raise Refused(f"TLS: the broker's certificate is not trusted: {e.verify_message} "
+                                  "(options ssl.ca.location, ssl.endpoint.identification.algorithm)"
+                                  ) from None
+                except ssl.SSLError as e:
+                    raise Refused(f"TLS handshake refused: {e.reason or e} "
+                                  "(options ssl.certificate.location, ssl.key.location)") from None
             self._selector = selectors.DefaultSelector()
             self._selector.register(self._sock, selectors.EVENT_READ)
             self._last_recv = self._last_send = time.monotonic()
@@ -293,18 +308,29 @@ class Connection:
             data, pos = self._wait(10, 10, timeout)  # Connection.Start
             pos = decode_table(data, pos + 2)[1]
             mechanisms = _longstr(data, pos)[0].split()
+            wanted = self.mechanism.encode()
+            if wanted not in mechanisms:
+                offered = b" ".join(mechanisms).decode(errors="replace")
+                raise Refused(f"the broker does not offer authentication {self.mechanism} (it offers "
+                              f"{offered}; option authMechanism)")
             creds = p.credentials
-            if b"PLAIN" not in mechanisms or not isinstance(creds, pika.PlainCredentials):
-                raise AmqpError(f"only PLAIN authentication is supported (broker offers {mechanisms})")
-            response = b"\0" + creds.username.encode() + b"\0" + creds.password.encode()
+            if self.mechanism == "EXTERNAL":  # the client certificate names the user
+                user, response = "the client certificate's subject", b""
+            else:
+                user = repr(creds.username)
+                response = b"\0" + creds.username.encode() + b"\0" + creds.password.encode()
             client = {"product": self.client_name, "platform": "Python",
                       "capabilities": {"authentication_failure_close": True,
                                        "consumer_cancel_notify": True, "basic.nack": True},
                       **(p.client_properties or {})}
-            self._send(method_frame(10, 11, encode_table(client) + _shortstr_bytes("PLAIN")
+            self._send(method_frame(10, 11, encode_table(client) + _shortstr_bytes(self.mechanism)
                                     + _U32.pack(len(response)) + response
                                     + _shortstr_bytes(p.locale or "en_US"), channel=0))
-            data, pos = self._wait(10, 30, timeout)  # Connection.Tune
+            try:
+                data, pos = self._wait(10, 30, timeout)  # Connection.Tune
+            except ConnectionLost as e:  # 403 ACCESS_REFUSED, or the socket closed (old brokers)
+                raise Refused(f"the broker refused the login of {user} with {self.mechanism}: {e} "
+                              "(options user, password, authMechanism or the url's credentials)") from None
             channel_max, frame_max, heartbeat = struct.unpack_from(">HIH", data, pos)
             self.frame_max = min(frame_max or p.frame_max, p.frame_max)
             self.heartbeat_s = heartbeat if p.heartbeat is None else int(p.heartbeat)

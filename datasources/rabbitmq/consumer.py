@@ -26,8 +26,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from jetspark import faults
-from jetspark.datasources.rabbitmq.amqp import AmqpError, ChannelClosed, Connection, Properties
+from jetspark.datasources.rabbitmq.amqp import AmqpError, ChannelClosed, Connection, Properties, Refused
+from jetspark.datasources.rabbitmq.endpoint import AmqpEndpoint
 from jetspark.errors import JetsparkError
+from jetspark.redaction import redact_dsn
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +58,15 @@ class QueueConsumer:
     """A reconnecting consumer of ``queue`` whose deliveries are acked explicitly."""
 
     def __init__(
-        self, url: str, queue: str, prefetch: int, *, reconnect_timeout_s: float = 60.0,
+        self, url: str | AmqpEndpoint, queue: str, prefetch: int, *, reconnect_timeout_s: float = 60.0,
         display_url: str | None = None, buffer_bytes: int = 256 << 20,
     ) -> None:
-        self.url = url
+        self.endpoint = url if isinstance(url, AmqpEndpoint) else AmqpEndpoint(url)
+        url = self.endpoint.url
         self.queue = queue
         self.prefetch = prefetch
         self.reconnect_timeout_s = reconnect_timeout_s
-        self.display_url = display_url or url
+        self.display_url = display_url or redact_dsn(url)
         self.generation = 0
         self.reconnects = 0
         self._conn: Connection | None = None
@@ -104,6 +107,9 @@ class QueueConsumer:
                 break
             except QueueError:
                 raise
+            except Refused as e:  # for good: a retry would only delay the same answer
+                raise QueueError(f"jetrabbitmq: cannot consume queue {self.queue!r} at "
+                                 f"{self.display_url}: {e}") from None
             except _CONNECTION_ERRORS as e:
                 if time.monotonic() >= deadline:
                     raise QueueError(
@@ -122,7 +128,7 @@ class QueueConsumer:
 
     def _open_channel(self) -> tuple[Connection, int]:
         """A new connection (and channel) on the queue, with the queue's ready count."""
-        conn = Connection(self.url)
+        conn = Connection(self.endpoint)
         try:
             conn.open()
             try:

@@ -78,7 +78,7 @@ class QueueDriver:
         self.lease.acquire()  # before the consumer exists: a second driver consumes nothing
         self.wal = WriteAheadLog(o.wal_location)
         self.consumer = QueueConsumer(
-            o.url, o.queue, o.prefetch, reconnect_timeout_s=o.reconnect_timeout_ms / 1000,
+            o.connect_to, o.queue, o.prefetch, reconnect_timeout_s=o.reconnect_timeout_ms / 1000,
             display_url=o.redacted_url(), buffer_bytes=o.buffer_memory_bytes,
         )
         self._dedup: DedupStore | None = None

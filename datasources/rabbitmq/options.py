@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jetspark.datasources.malformed import ON_MALFORMED
+from jetspark.datasources.rabbitmq.endpoint import HOSTNAME_CHECKS, MECHANISMS, TLS_OPTIONS, AmqpEndpoint
 from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
 from jetspark.datasources.watermark_options import WatermarkOptions
 from jetspark.datasources.watermarks import WatermarkPolicy
@@ -20,6 +21,10 @@ HEADER_PREFIX = "header:"
 
 KNOWN = (
     "url",
+    "user",
+    "password",
+    "authMechanism",
+    *TLS_OPTIONS,
     "queue",
     "walLocation",
     "maxMessagesPerTrigger",
@@ -76,6 +81,8 @@ class RabbitMQOptions:
     reconnect_timeout_ms: int = 60_000
     lease_timeout_ms: int = 60_000
     """How long a lease on ``walLocation`` held from another host lasts without renewal."""
+    endpoint: AmqpEndpoint | None = field(default=None, repr=False)
+    """``url`` with ``user``, ``password``, ``authMechanism`` and ``ssl.*`` (:mod:`.endpoint`)."""
 
     def __repr__(self) -> str:  # url and walLocation may carry credentials
         return redacted_repr(self)
@@ -136,6 +143,14 @@ class RabbitMQOptions:
             poll_timeout_ms=o.duration_ms("pollTimeout", cls.poll_timeout_ms),
             reconnect_timeout_ms=o.duration_ms("reconnectTimeout", cls.reconnect_timeout_ms),
             lease_timeout_ms=o.duration_ms("leaseTimeout", cls.lease_timeout_ms),
+            endpoint=AmqpEndpoint(
+                url, user=o.string("user"), password=o.get("password"),
+                mechanism=o.choice("authMechanism", "PLAIN", MECHANISMS),
+                ca_location=o.string("ssl.ca.location"),
+                certificate_location=o.string("ssl.certificate.location"),
+                key_location=o.string("ssl.key.location"), key_password=o.get("ssl.key.password"),
+                check_hostname=o.choice("ssl.endpoint.identification.algorithm", "https",
+                                        HOSTNAME_CHECKS) == "https"),
         )
         if parsed.max_bytes_per_trigger is not None and parsed.max_bytes_per_trigger < 1:
             raise OptionError("maxBytesPerTrigger", o.get("maxBytesPerTrigger"), "a size of at least 1 byte")
@@ -147,6 +162,10 @@ class RabbitMQOptions:
             raise OptionError("leaseTimeout", o.get("leaseTimeout"), "a duration of at least 1 second")
         o.reject_unknown(KNOWN)
         return parsed
+
+    @property
+    def connect_to(self) -> AmqpEndpoint:
+        return self.endpoint or AmqpEndpoint(self.url)
 
     def redacted_url(self) -> str:
         """The URL without its password, for messages and logs."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jetspark.devtools.services.files import write_nofollow
@@ -27,15 +28,49 @@ def _binary(name: str, candidates: tuple[str, ...]) -> str:
     )
 
 
-def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
-    """Start epmd and a node in ``data_dir``; the node keeps its queues across restarts."""
+@dataclass(frozen=True)
+class BrokerTls:
+    """A TLS listener (``amqps``) beside the plain one: the broker's certificate and key and
+    the CA its clients' certificates are verified against (PEM files). Clients may present
+    a certificate (``EXTERNAL`` logs them in as the user named by its common name); the
+    default user ``user``/``password`` replaces guest."""
+
+    ca: Path
+    certificate: Path
+    key: Path
+    user: str
+    password: str = field(repr=False)
+
+
+def _tls_conf(tls: BrokerTls, port: int) -> str:
+    return (
+        f"listeners.ssl.1 = 127.0.0.1:{port}\n"
+        f"ssl_options.cacertfile = {tls.ca}\n"
+        f"ssl_options.certfile = {tls.certificate}\n"
+        f"ssl_options.keyfile = {tls.key}\n"
+        "ssl_options.verify = verify_peer\n"
+        "ssl_options.fail_if_no_peer_cert = false\n"
+        "auth_mechanisms.1 = PLAIN\n"
+        "auth_mechanisms.2 = EXTERNAL\n"
+        "ssl_cert_login_from = common_name\n"
+        f"default_user = {tls.user}\n"
+        f"default_pass = {tls.password}\n"
+    )
+
+
+def start(data_dir: Path, ports: dict[str, int] | None = None, tls: BrokerTls | None = None) -> ServiceRecord:
+    """Start epmd and a node in ``data_dir``; the node keeps its queues across restarts.
+    With ``tls``, also an ``amqps`` listener (port ``ports["amqps"]``)."""
     server = _binary("rabbitmq-server", ("/usr/lib/rabbitmq/bin/rabbitmq-server",))
     epmd = _binary("epmd", ("/usr/bin/epmd", "/usr/lib/erlang/bin/epmd"))
     ports = ports or {"amqp": free_port(), "dist": free_port(), "epmd": free_port()}
+    if tls is not None:
+        ports.setdefault("amqps", free_port())
     for port in ports.values():
         ensure_port_free(port, NAME)
     data_dir.mkdir(parents=True, exist_ok=True)
-    write_nofollow(data_dir / "enabled_plugins", "[].\n")
+    write_nofollow(data_dir / "enabled_plugins",
+                   "[rabbitmq_auth_mechanism_ssl].\n" if tls is not None else "[].\n")
     write_nofollow(
         data_dir / "rabbitmq.conf",
         "loopback_users = none\n"
@@ -43,6 +78,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
         "distribution.listener.interface = 127.0.0.1\n"
         # Publishers in tests and benchmarks are local: never block them on disk space.
         "disk_free_limit.absolute = 50MB\n"
+        + (_tls_conf(tls, ports["amqps"]) if tls is not None else "")
     )
     env = {
         "HOME": str(data_dir),  # the Erlang cookie lives here
@@ -61,7 +97,8 @@ def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
     }
     epmd_proc = spawn([epmd, "-port", str(ports["epmd"])], log=data_dir / "epmd.log", env=env)
     node = spawn([server], log=data_dir / "rabbitmq.log", env=env, cwd=data_dir)
-    endpoint = f"amqp://guest:guest@127.0.0.1:{ports['amqp']}/%2F"
+    user, password = (tls.user, tls.password) if tls is not None else ("guest", "guest")
+    endpoint = f"amqp://{user}:{password}@127.0.0.1:{ports['amqp']}/%2F"
     try:
         wait_ready(NAME, node, lambda: probe(endpoint), timeout_s=90)
     except ServiceError:

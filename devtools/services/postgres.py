@@ -10,8 +10,10 @@ import signal
 import subprocess
 from pathlib import Path
 
+from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, wait_ready
 from jetspark.devtools.services.registry import ServiceRecord
+from jetspark.devtools.services.tls import ServerTls
 from jetspark.errors import ServiceError
 from jetspark.redaction import redact_dsn
 
@@ -67,8 +69,12 @@ def _chown(path: Path, user: str | None) -> None:
             os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
-def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
-    """Start a server in ``data_dir``, running ``initdb`` there on first start."""
+def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls | None = None,
+          password: str | None = None) -> ServiceRecord:
+    """Start a server in ``data_dir``, running ``initdb`` there on first start.
+
+    ``password``: the superuser's, with ``scram-sha-256`` for every connection (without:
+    ``trust``); ``tls``: connections over TCP must use TLS (``hostssl`` only)."""
     binaries = bin_dir()
     user = _os_user()
     ports = ports or {"server": free_port()}
@@ -77,16 +83,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
     pgdata = data_dir / "data"
     sockets = data_dir / "sockets"
     sockets.mkdir(exist_ok=True)
-    _chown(data_dir, user)
-    if not (pgdata / "PG_VERSION").exists():
-        init = subprocess.run(
-            [str(binaries / "initdb"), "-D", str(pgdata), "-U", USER, "--auth=trust",
-             "-E", "UTF8", "--locale=C", "--no-sync"],
-            capture_output=True, text=True, check=False, user=user,
-        )
-        if init.returncode != 0:
-            raise ServiceError(f"postgres: initdb failed:\n{init.stdout}{init.stderr}")
-    settings = {
+    settings: dict[str, object] = {
         "listen_addresses": "127.0.0.1",
         "port": ports["server"],
         "unix_socket_directories": str(sockets),
@@ -94,16 +91,51 @@ def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
         "max_connections": 200,
         "logging_collector": "off",
     }
+    if tls is not None:
+        settings.update(_tls_files(tls, data_dir / "tls"))
+    pwfile = data_dir / "initdb-password"
+    if password is not None:
+        write_nofollow(pwfile, password + "\n")
+    _chown(data_dir, user)
+    if not (pgdata / "PG_VERSION").exists():
+        auth = ["--auth=scram-sha-256", f"--pwfile={pwfile}"] if password is not None else ["--auth=trust"]
+        init = subprocess.run(
+            [str(binaries / "initdb"), "-D", str(pgdata), "-U", USER, *auth,
+             "-E", "UTF8", "--locale=C", "--no-sync"],
+            capture_output=True, text=True, check=False, user=user,
+        )
+        if init.returncode != 0:
+            raise ServiceError(f"postgres: initdb failed:\n{init.stdout}{init.stderr}")
+        if tls is not None:  # TCP only over TLS
+            method = "scram-sha-256" if password is not None else "trust"
+            write_nofollow(pgdata / "pg_hba.conf",
+                           f"local all all {method}\nhostssl all all 127.0.0.1/32 {method}\n"
+                           "hostnossl all all 0.0.0.0/0 reject\n")
+            _chown(pgdata, user)
+    pwfile.unlink(missing_ok=True)
     argv = [str(binaries / "postgres"), "-D", str(pgdata)]
     for key, value in settings.items():
         argv += ["-c", f"{key}={value}"]
     log = data_dir / "postgres.log"
     proc = spawn(argv, log=log, user=user, stop_signal=signal.SIGINT)
-    admin_dsn = f"postgresql://{USER}@127.0.0.1:{ports['server']}/postgres"
+    login = USER if password is None else f"{USER}:{password}"
+    query = "?sslmode=require" if tls is not None else ""
+    admin_dsn = f"postgresql://{login}@127.0.0.1:{ports['server']}/postgres{query}"
     wait_ready(NAME, proc, lambda: _create_database(admin_dsn), timeout_s=60)
-    endpoint = f"postgresql://{USER}@127.0.0.1:{ports['server']}/{DATABASE}"
+    endpoint = f"postgresql://{login}@127.0.0.1:{ports['server']}/{DATABASE}{query}"
     wait_ready(NAME, proc, lambda: probe(endpoint), timeout_s=30)
     return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (proc,))
+
+
+def _tls_files(tls: ServerTls, into: Path) -> dict[str, str]:
+    """The server's certificate and key copied where the server's user may read them (the key
+    0600, as PostgreSQL demands); its settings."""
+    into.mkdir(parents=True, exist_ok=True)
+    cert, key = into / "server.pem", into / "server.key"
+    write_nofollow(cert, tls.certificate.read_text())
+    write_nofollow(key, tls.key.read_text())
+    os.chmod(key, 0o600)
+    return {"ssl": "on", "ssl_cert_file": str(cert), "ssl_key_file": str(key)}
 
 
 def _create_database(admin_dsn: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, stop, wait_ready
 from jetspark.devtools.services.registry import ServiceRecord
+from jetspark.devtools.services.tls import ServerTls
 from jetspark.errors import ServiceError
 
 NAME = "rabbitmq"
@@ -29,20 +30,16 @@ def _binary(name: str, candidates: tuple[str, ...]) -> str:
 
 
 @dataclass(frozen=True)
-class BrokerTls:
-    """A TLS listener (``amqps``) beside the plain one: the broker's certificate and key and
-    the CA its clients' certificates are verified against (PEM files). Clients may present
-    a certificate (``EXTERNAL`` logs them in as the user named by its common name); the
-    default user ``user``/``password`` replaces guest."""
+class Login:
+    """The default user, instead of guest/guest."""
 
-    ca: Path
-    certificate: Path
-    key: Path
     user: str
     password: str = field(repr=False)
 
 
-def _tls_conf(tls: BrokerTls, port: int) -> str:
+def _tls_conf(tls: ServerTls, port: int) -> str:
+    """An ``amqps`` listener beside the plain one. Clients may present a certificate:
+    ``EXTERNAL`` logs them in as the user named by its common name."""
     return (
         f"listeners.ssl.1 = 127.0.0.1:{port}\n"
         f"ssl_options.cacertfile = {tls.ca}\n"
@@ -53,14 +50,14 @@ def _tls_conf(tls: BrokerTls, port: int) -> str:
         "auth_mechanisms.1 = PLAIN\n"
         "auth_mechanisms.2 = EXTERNAL\n"
         "ssl_cert_login_from = common_name\n"
-        f"default_user = {tls.user}\n"
-        f"default_pass = {tls.password}\n"
     )
 
 
-def start(data_dir: Path, ports: dict[str, int] | None = None, tls: BrokerTls | None = None) -> ServiceRecord:
+def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls | None = None,
+          login: Login | None = None) -> ServiceRecord:
     """Start epmd and a node in ``data_dir``; the node keeps its queues across restarts.
-    With ``tls``, also an ``amqps`` listener (port ``ports["amqps"]``)."""
+    With ``tls``, also an ``amqps`` listener (port ``ports["amqps"]``); ``login``: the
+    default user (guest/guest without)."""
     server = _binary("rabbitmq-server", ("/usr/lib/rabbitmq/bin/rabbitmq-server",))
     epmd = _binary("epmd", ("/usr/bin/epmd", "/usr/lib/erlang/bin/epmd"))
     ports = ports or {"amqp": free_port(), "dist": free_port(), "epmd": free_port()}
@@ -79,6 +76,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, tls: BrokerTls | 
         # Publishers in tests and benchmarks are local: never block them on disk space.
         "disk_free_limit.absolute = 50MB\n"
         + (_tls_conf(tls, ports["amqps"]) if tls is not None else "")
+        + (f"default_user = {login.user}\ndefault_pass = {login.password}\n" if login is not None else "")
     )
     env = {
         "HOME": str(data_dir),  # the Erlang cookie lives here
@@ -97,7 +95,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, tls: BrokerTls | 
     }
     epmd_proc = spawn([epmd, "-port", str(ports["epmd"])], log=data_dir / "epmd.log", env=env)
     node = spawn([server], log=data_dir / "rabbitmq.log", env=env, cwd=data_dir)
-    user, password = (tls.user, tls.password) if tls is not None else ("guest", "guest")
+    user, password = (login.user, login.password) if login is not None else ("guest", "guest")
     endpoint = f"amqp://{user}:{password}@127.0.0.1:{ports['amqp']}/%2F"
     try:
         wait_ready(NAME, node, lambda: probe(endpoint), timeout_s=90)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException
 from confluent_kafka import TopicPartition as KTopicPartition
@@ -13,9 +14,11 @@ from confluent_kafka.admin import OffsetSpec as KOffsetSpec
 
 from jetspark.datasources.kafka.offsets import TopicPartition
 from jetspark.datasources.kafka.options import KafkaSourceOptions
+from jetspark.datasources.kafka.refusals import Refusals, until_answered
 from jetspark.errors import JetsparkError, OptionError
 from jetspark.redaction import redact_dsn, scrub, secret_values
 
+T = TypeVar("T")
 _TIMEOUT_S = 30.0
 _CHECK_PATIENCE_S = 5.0
 # librdkafka consumer-only settings an admin client would only warn about.
@@ -32,10 +35,11 @@ def admin_conf(kafka: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in kafka.items() if not k.startswith(_CONSUMER_ONLY)}
 
 
-def make_admin(kafka: Mapping[str, str]) -> AdminClient:
-    """An admin client; a setting librdkafka rejects becomes an OptionError naming it."""
+def make_admin(kafka: Mapping[str, str], refusals: Refusals | None = None) -> AdminClient:
+    """An admin client; a setting librdkafka rejects becomes an OptionError naming it.
+    ``refusals`` becomes its error callback (:mod:`.refusals`)."""
     validate_consumer_conf(kafka)
-    return AdminClient(admin_conf(kafka))
+    return AdminClient({**admin_conf(kafka), **({"error_cb": refusals} if refusals else {})})
 
 
 def validate_consumer_conf(kafka: Mapping[str, str]) -> None:
@@ -82,6 +86,7 @@ class KafkaBroker:
         self.options = options
         self._admin: AdminClient | None = None
         self._consumer: Consumer | None = None
+        self._refusals = Refusals()
 
     def _scrub(self, error: object) -> str:
         """A librdkafka error's text without any secret setting."""
@@ -90,8 +95,11 @@ class KafkaBroker:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = make_admin(self.options.kafka)
+            self._admin = make_admin(self.options.kafka, self._refusals)
         return self._admin
+
+    def _answered(self, call: Callable[[float], T], timeout_s: float = _TIMEOUT_S) -> T:
+        return until_answered(call, self.admin, self._refusals, timeout_s, self._scrub)
 
     def topic_partitions(self) -> list[TopicPartition]:
         """The topic-partitions the subscription covers right now (sorted)."""
@@ -99,7 +107,7 @@ class KafkaBroker:
         if sub.kind == "assign":
             return sorted(sub.assigned)
         try:
-            meta = self.admin.list_topics(timeout=_TIMEOUT_S)
+            meta = self._answered(lambda t: self.admin.list_topics(timeout=t))
         except KafkaException as e:
             raise KafkaError(f"cannot list Kafka topics: {self._scrub(e)}") from None
         if sub.kind == "subscribe":
@@ -124,18 +132,22 @@ class KafkaBroker:
         retries = self.options.fetch_offset_retries  # fetchOffset.numRetries / .retryIntervalMs
         for attempt in range(retries + 1):
             try:
-                futures = self.admin.list_offsets(request, isolation_level=level, request_timeout=_TIMEOUT_S)
-                out = {}
-                for ktp, fut in futures.items():
-                    info = fut.result(timeout=_TIMEOUT_S)
-                    out[(ktp.topic, ktp.partition)] = (info.offset, info.timestamp)
-                return out
+                return self._answered(lambda t: self._list_once(request, level, t))
             except KafkaException as e:
                 if attempt == retries:
                     raise KafkaError(f"cannot list offsets of {sorted(specs)} ({attempt + 1} attempts): "
                                      f"{self._scrub(e)}") from None
                 time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
         raise AssertionError("unreachable")
+
+    def _list_once(self, request: dict, level: IsolationLevel,
+                   timeout_s: float) -> dict[TopicPartition, tuple[int, int]]:
+        futures = self.admin.list_offsets(request, isolation_level=level, request_timeout=timeout_s)
+        out = {}
+        for ktp, fut in futures.items():
+            info = fut.result(timeout=timeout_s + 1)
+            out[(ktp.topic, ktp.partition)] = (info.offset, info.timestamp)
+        return out
 
     def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: o for tp, (o, _) in self._list({tp: KOffsetSpec.earliest() for tp in tps}).items()}

@@ -14,6 +14,7 @@ from jetspark.devtools.maven import copy_dependencies
 from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, wait_ready
 from jetspark.devtools.services.registry import ServiceRecord, cache_dir
+from jetspark.devtools.services.security import Login, ServerTls
 from jetspark.errors import JetsparkError, ServiceError
 
 NAME = "kafka"
@@ -99,6 +100,37 @@ log.retention.check.interval.ms=5000
 """
 
 
+def _secured_properties(data_dir: Path, ports: dict[str, int], tls: ServerTls) -> str:
+    """Two more listeners: ``SASL_SSL`` (SCRAM-SHA-512) and ``SSL`` requiring a client
+    certificate (mTLS); the plain one stays for the broker itself."""
+    keystore = data_dir / "keystore.pem"  # Kafka's PEM keystore: the key, then the chain
+    write_nofollow(keystore, _pkcs8(tls.key.read_bytes()) + tls.certificate.read_text())
+    scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+    return f"""\
+listeners=PLAINTEXT://127.0.0.1:{ports["broker"]},CONTROLLER://127.0.0.1:{ports["controller"]},\
+SASL_SSL://127.0.0.1:{ports["sasl_ssl"]},SSL://127.0.0.1:{ports["ssl"]}
+advertised.listeners=PLAINTEXT://127.0.0.1:{ports["broker"]},SASL_SSL://127.0.0.1:{ports["sasl_ssl"]},\
+SSL://127.0.0.1:{ports["ssl"]}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL
+ssl.keystore.type=PEM
+ssl.keystore.location={keystore}
+ssl.truststore.type=PEM
+ssl.truststore.location={tls.ca}
+listener.name.ssl.ssl.client.auth=required
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config={scram}
+"""
+
+
+def _pkcs8(key_pem: bytes) -> str:
+    """A PEM private key as unencrypted PKCS#8, the only form Kafka's PEM keystore reads."""
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
 def _java(libs: Path, main: str, *args: str, heap: str = "256m",
           extra_classpath: tuple[Path, ...] = ()) -> list[str]:
     java = shutil.which("java")
@@ -112,20 +144,31 @@ def _java(libs: Path, main: str, *args: str, heap: str = "256m",
     ]
 
 
-def start(data_dir: Path, ports: dict[str, int] | None = None) -> ServiceRecord:
-    """Start the node in ``data_dir`` (formatting its storage on first start)."""
+def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls | None = None,
+          scram: Login | None = None) -> ServiceRecord:
+    """Start the node in ``data_dir`` (formatting its storage on first start). With ``tls``
+    (and ``scram``, the SCRAM-SHA-512 user made when the storage is formatted) also a
+    ``SASL_SSL`` listener (``ports["sasl_ssl"]``) and an mTLS one (``ports["ssl"]``)."""
     libs = libs_dir()
     ports = ports or {"broker": free_port(), "controller": free_port()}
+    if tls is not None:
+        ports.setdefault("sasl_ssl", free_port())
+        ports.setdefault("ssl", free_port())
     for port in ports.values():
         ensure_port_free(port, NAME)
     data_dir.mkdir(parents=True, exist_ok=True)
     props = data_dir / "server.properties"
-    write_nofollow(props, _server_properties(data_dir, ports["broker"], ports["controller"]))
+    text = _server_properties(data_dir, ports["broker"], ports["controller"])
+    if tls is not None:  # later keys win in a properties file
+        text += _secured_properties(data_dir, ports, tls)
+    write_nofollow(props, text)
     log = data_dir / "kafka.log"
     if not (data_dir / "log" / "meta.properties").exists():
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        user = f"SCRAM-SHA-512=[name={scram.user},password={scram.password}]" if scram else None
+        users = ["--add-scram", user] if user else []
         fmt = subprocess.run(
-            _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)),
+            _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props), *users),
             capture_output=True, text=True, check=False,
         )
         if fmt.returncode != 0:

@@ -13,7 +13,7 @@ from pathlib import Path
 from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, wait_ready
 from jetspark.devtools.services.registry import ServiceRecord
-from jetspark.devtools.services.tls import ServerTls
+from jetspark.devtools.services.security import ServerTls
 from jetspark.errors import ServiceError
 from jetspark.redaction import redact_dsn
 

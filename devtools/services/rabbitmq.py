@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, stop, wait_ready
 from jetspark.devtools.services.registry import ServiceRecord
-from jetspark.devtools.services.tls import ServerTls
+from jetspark.devtools.services.security import Login, ServerTls
 from jetspark.errors import ServiceError
 
 NAME = "rabbitmq"
@@ -27,14 +26,6 @@ def _binary(name: str, candidates: tuple[str, ...]) -> str:
         f"rabbitmq: '{name}' not found (looked in {', '.join(candidates)} and PATH); "
         "install Debian's 'rabbitmq-server' package"
     )
-
-
-@dataclass(frozen=True)
-class Login:
-    """The default user, instead of guest/guest."""
-
-    user: str
-    password: str = field(repr=False)
 
 
 def _tls_conf(tls: ServerTls, port: int) -> str:

@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from jetspark import faults
 from jetspark.datasources.kafka.broker import rejected_setting_error
+from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered, until_answered
 from jetspark.datasources.kafka.scopes import consumer_settings
 from jetspark.sinks.kafka.options import KafkaSinkOptions
 from jetspark.sinks.kafka.rows import KafkaColumns, produce_batch
@@ -51,7 +52,7 @@ class DeliveryErrors:
             self.errors.append(str(err))
 
 
-def make_producer(options: KafkaSinkOptions, extra: dict[str, str], errors: DeliveryErrors) -> Producer:
+def make_producer(options: KafkaSinkOptions, extra: dict[str, object], errors: DeliveryErrors) -> Producer:
     config: dict[str, object] = {**PRODUCER_DEFAULTS, **options.producer_config(), **extra,
                                  "on_delivery": errors, "delivery.report.only.error": True}
     try:
@@ -76,6 +77,7 @@ class KafkaResource(TransactionalResource):
         self.options = options
         self.columns = columns
         self._errors = DeliveryErrors()
+        self._refusals = Refusals()
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._key: PartitionKey | None = None
@@ -89,12 +91,18 @@ class KafkaResource(TransactionalResource):
 
     def recover(self, key: PartitionKey) -> bool:
         tid = self.options.transactional_id(key.sink_id, key.partition_id)
-        self._producer = make_producer(self.options, {"transactional.id": tid}, self._errors)
+        self._producer = make_producer(self.options, {"transactional.id": tid, "error_cb": self._refusals},
+                                       self._errors)
         self._consumer = Consumer({
             "bootstrap.servers": self.options.bootstrap, **consumer_settings(self.options.producer_config()),
             "group.id": tid, "enable.auto.commit": "false", "isolation.level": "read_committed",
         })
-        self._call("init_transactions", TIMEOUT_S)  # fences older attempts, ends their transaction
+        try:  # fences older attempts, ends their transaction
+            until_answered(self._require_producer().init_transactions, self._producer, self._refusals,
+                           TIMEOUT_S, self.options.scrub)
+        except KafkaException as e:
+            raise SinkError(f"Kafka init_transactions failed ({self.options.bootstrap}): "
+                            f"{self.options.scrub(str(e))}") from None
         committed = self._call_consumer_committed()
         if committed >= key.batch_id + 1:
             faults.point(DURING_RECOVERY)
@@ -152,7 +160,7 @@ class KafkaResource(TransactionalResource):
 
     def _flush(self) -> None:
         producer = self._require_producer()
-        remaining = producer.flush(TIMEOUT_S)
+        remaining = flush_until_delivered(producer, self._refusals, TIMEOUT_S, self.options.scrub)
         if remaining:
             raise SinkError(f"{remaining} records not delivered to Kafka ({self.options.bootstrap}) "
                             f"within {TIMEOUT_S:.0f} s")

@@ -26,6 +26,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from jetspark import faults
+from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered
 from jetspark.sinks.kafka.options import KafkaSinkOptions
 from jetspark.sinks.kafka.resource import TIMEOUT_S, DeliveryErrors, KafkaResource, make_producer
 from jetspark.sinks.kafka.rows import KafkaColumns, check_schema, produce_batch
@@ -44,14 +45,14 @@ from jetspark.sinks.transactional import (
 def produce_at_least_once(options: KafkaSinkOptions, columns: KafkaColumns,
                           batches: Iterator[pa.RecordBatch]) -> int:
     """Idempotent producer (no duplicates from its own retries); flushed and checked at the end."""
-    errors = DeliveryErrors()
-    producer = make_producer(options, {"enable.idempotence": "true"}, errors)
+    errors, refusals = DeliveryErrors(), Refusals()
+    producer = make_producer(options, {"enable.idempotence": "true", "error_cb": refusals}, errors)
     rows = 0
     for batch in batches:
         if batch.num_rows:
             rows += produce_batch(producer.produce, producer.poll, batch, columns, options.topic)
             faults.point(DURING_WRITE)
-    remaining = producer.flush(TIMEOUT_S)
+    remaining = flush_until_delivered(producer, refusals, TIMEOUT_S, options.scrub)
     if remaining or errors.errors:
         first = options.scrub(errors.errors[0]) if errors.errors else "timed out"
         raise SinkError(f"{remaining + len(errors.errors)} records not delivered to Kafka "

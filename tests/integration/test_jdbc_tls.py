@@ -19,7 +19,7 @@ import trustme
 
 from jetspark.devtools.services import postgres
 from jetspark.devtools.services.process import stop
-from jetspark.devtools.services.tls import ServerTls
+from jetspark.devtools.services.security import ServerTls
 from jetspark.sinks.jdbc.writer import JdbcDataSource
 
 pytestmark = pytest.mark.integration

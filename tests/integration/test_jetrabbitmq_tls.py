@@ -18,7 +18,7 @@ import trustme
 from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 from jetspark.devtools.services import rabbitmq
 from jetspark.devtools.services.process import stop
-from jetspark.devtools.services.tls import ServerTls
+from jetspark.devtools.services.security import Login, ServerTls
 from tests.integration.scripts.rabbitmq_common import publish, ready_count
 
 pytestmark = pytest.mark.integration
@@ -43,7 +43,7 @@ def broker(tmp_path_factory) -> Iterator[dict]:
     password = secrets.token_hex(12)
     (d / "password").write_text(password + "\n")
     record = rabbitmq.start(d / "node", tls=ServerTls(files["ca"], files["server"], files["server_key"]),
-                            login=rabbitmq.Login(USER, password))
+                            login=Login(USER, password))
     try:
         yield {"plain_url": record.endpoint, "port": record.ports["amqps"], "password": password,
                "password_file": d / "password", **files}

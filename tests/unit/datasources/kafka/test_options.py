@@ -165,6 +165,9 @@ class _FlakyAdmin:
         self.failures = failures
         self.calls = 0
 
+    def poll(self, timeout: float) -> int:  # serves error callbacks: none here
+        return 0
+
     def list_offsets(self, request, **_):
         from concurrent.futures import Future
         from types import SimpleNamespace

@@ -153,22 +153,14 @@ def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
                .agg(F.count(F.lit(1)).alias("n"), F.sum("v").alias("total"))
                .select("key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
                        "n", "total"))
-    jdbc_url, props = _jdbc(dsn)
+    from jetspark.devtools.services.postgres import jdbc_url as to_jdbc
+
+    jdbc_url, props = to_jdbc(dsn)
 
     def append(batch, _batch_id):
         batch.write.jdbc(jdbc_url, table, mode="append", properties=props)
 
     return windows.writeStream.foreachBatch(append).option("checkpointLocation", ck).start()
-
-
-def _jdbc(dsn: str) -> tuple[str, dict[str, str]]:
-    from urllib.parse import urlsplit
-
-    u = urlsplit(dsn)
-    props = {"driver": "org.postgresql.Driver", "user": u.username or ""}
-    if u.password:
-        props["password"] = u.password
-    return f"jdbc:postgresql://{u.hostname}:{u.port}{u.path}", props
 
 
 STARTERS = {"jetspark": jetspark_query, "spark": spark_query}

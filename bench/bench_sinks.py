@@ -29,7 +29,6 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,15 +41,6 @@ def endpoints() -> tuple[str, str]:
         return env.pg_dsn, env.kafka_bootstrap
     found = acquire().endpoints
     return found.pg_dsn, found.kafka_bootstrap
-
-
-def jdbc_url(dsn: str) -> tuple[str, dict[str, str]]:
-    """The JDBC URL and properties (user, password) of a postgresql:// DSN."""
-    parts = urlsplit(dsn)
-    props = {"user": parts.username or "postgres"}
-    if parts.password:
-        props["password"] = parts.password
-    return f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}", props
 
 
 def timed(run: Callable[[], None]) -> float:
@@ -149,6 +139,8 @@ def main() -> None:
     schema = f"bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
+    from jetspark.devtools.services.postgres import jdbc_url
+
     url, props = jdbc_url(dsn)
 
     def fresh_table(key: bool) -> str:

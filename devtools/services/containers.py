@@ -6,6 +6,7 @@ Python process that started them (testcontainers' reaper removes them after).
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Iterable
 
@@ -16,6 +17,8 @@ from jetspark.errors import ServiceError
 
 KAFKA_IMAGE = f"apache/kafka:{kafka.KAFKA_VERSION}"
 POSTGRES_IMAGE = "postgres:16"
+LOOPBACK = "127.0.0.1"
+"""Where containers' ports are published (Docker's ``(host ip,)`` binding: a free port there)."""
 RABBITMQ_IMAGE = "rabbitmq:3.13"
 
 
@@ -47,12 +50,13 @@ def start(names: Iterable[str]) -> tuple[Endpoints, list]:
     from testcontainers.core.container import DockerContainer
 
     endpoints, containers = Endpoints(), []
+    password = secrets.token_hex(12)  # PostgreSQL's and RabbitMQ's, instead of trust and guest
     for name in names:
         if name == "kafka":
             port = free_port()
             c = (
                 DockerContainer(KAFKA_IMAGE)
-                .with_bind_ports(port, port)
+                .with_bind_ports(port, (LOOPBACK, port))
                 .with_env("KAFKA_NODE_ID", "1")
                 .with_env("KAFKA_PROCESS_ROLES", "broker,controller")
                 .with_env("KAFKA_CONTROLLER_QUORUM_VOTERS", "1@localhost:9093")
@@ -70,23 +74,24 @@ def start(names: Iterable[str]) -> tuple[Endpoints, list]:
         elif name == "postgres":
             c = (
                 DockerContainer(POSTGRES_IMAGE)
-                .with_exposed_ports(5432)
+                .with_bind_ports(5432, (LOOPBACK,))
                 .with_env("POSTGRES_USER", postgres.USER)
                 .with_env("POSTGRES_DB", postgres.DATABASE)
-                .with_env("POSTGRES_HOST_AUTH_METHOD", "trust")
+                .with_env("POSTGRES_PASSWORD", password)
                 .with_command(
                     f"postgres -c max_prepared_transactions={postgres.MAX_PREPARED_TRANSACTIONS}"
                     " -c max_connections=200"
                 )
             )
             c.start()
-            url = (f"postgresql://{postgres.USER}@127.0.0.1:"
+            url = (f"postgresql://{postgres.USER}:{password}@127.0.0.1:"
                    f"{c.get_exposed_port(5432)}/{postgres.DATABASE}")
             probe = lambda url=url: postgres.probe(url)  # noqa: E731
         elif name == "rabbitmq":
-            c = DockerContainer(RABBITMQ_IMAGE).with_exposed_ports(5672)
+            c = (DockerContainer(RABBITMQ_IMAGE).with_bind_ports(5672, (LOOPBACK,))
+                 .with_env("RABBITMQ_DEFAULT_USER", "jetspark").with_env("RABBITMQ_DEFAULT_PASS", password))
             c.start()
-            url = f"amqp://guest:guest@127.0.0.1:{c.get_exposed_port(5672)}/%2F"
+            url = f"amqp://jetspark:{password}@127.0.0.1:{c.get_exposed_port(5672)}/%2F"
             probe = lambda url=url: rabbitmq.probe(url)  # noqa: E731
         else:
             raise ServiceError(f"unknown service {name!r}")

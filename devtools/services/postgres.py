@@ -5,10 +5,12 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import subprocess
 from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, wait_ready
@@ -21,6 +23,7 @@ NAME = "postgres"
 USER = "jetspark"
 DATABASE = "jetspark"
 MAX_PREPARED_TRANSACTIONS = 64
+PASSFILE = "pgpass"
 
 
 def bin_dir() -> Path:
@@ -73,8 +76,11 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
           password: str | None = None) -> ServiceRecord:
     """Start a server in ``data_dir``, running ``initdb`` there on first start.
 
-    ``password``: the superuser's, with ``scram-sha-256`` for every connection (without:
-    ``trust``); ``tls``: connections over TCP must use TLS (``hostssl`` only)."""
+    Every connection authenticates with ``scram-sha-256``: the superuser's password is
+    ``password``, else one made at ``initdb``; it is kept in ``data_dir/pgpass`` (0600, libpq's
+    password file), which the endpoint names (``?passfile=…``), so no DSN shown anywhere carries
+    it. ``tls``: connections over TCP must use TLS (``hostssl`` only). A data directory made
+    before passwords were used (no ``pgpass``) keeps its ``trust``."""
     binaries = bin_dir()
     user = _os_user()
     ports = ports or {"server": free_port()}
@@ -93,12 +99,14 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     }
     if tls is not None:
         settings.update(_tls_files(tls, data_dir / "tls"))
-    pwfile = data_dir / "initdb-password"
-    if password is not None:
+    pwfile, passfile = data_dir / "initdb-password", data_dir / PASSFILE
+    new_cluster = not (pgdata / "PG_VERSION").exists()
+    if new_cluster:
+        password = password or secrets.token_hex(16)
         write_nofollow(pwfile, password + "\n")
     _chown(data_dir, user)
-    if not (pgdata / "PG_VERSION").exists():
-        auth = ["--auth=scram-sha-256", f"--pwfile={pwfile}"] if password is not None else ["--auth=trust"]
+    if new_cluster:
+        auth = ["--auth=scram-sha-256", f"--pwfile={pwfile}"]
         init = subprocess.run(
             [str(binaries / "initdb"), "-D", str(pgdata), "-U", USER, *auth,
              "-E", "UTF8", "--locale=C", "--no-sync"],
@@ -107,22 +115,23 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
         if init.returncode != 0:
             raise ServiceError(f"postgres: initdb failed:\n{init.stdout}{init.stderr}")
         if tls is not None:  # TCP only over TLS
-            method = "scram-sha-256" if password is not None else "trust"
             write_nofollow(pgdata / "pg_hba.conf",
-                           f"local all all {method}\nhostssl all all 127.0.0.1/32 {method}\n"
+                           "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n"
                            "hostnossl all all 0.0.0.0/0 reject\n")
             _chown(pgdata, user)
+        write_nofollow(passfile, f"*:*:*:{USER}:{password}\n")  # the client's: stays ours
     pwfile.unlink(missing_ok=True)
     argv = [str(binaries / "postgres"), "-D", str(pgdata)]
     for key, value in settings.items():
         argv += ["-c", f"{key}={value}"]
     log = data_dir / "postgres.log"
     proc = spawn(argv, log=log, user=user, stop_signal=signal.SIGINT)
-    login = USER if password is None else f"{USER}:{password}"
-    query = "?sslmode=require" if tls is not None else ""
-    admin_dsn = f"postgresql://{login}@127.0.0.1:{ports['server']}/postgres{query}"
+    params = [f"passfile={passfile}"] if passfile.exists() else []
+    params += ["sslmode=require"] if tls is not None else []
+    query = f"?{'&'.join(params)}" if params else ""
+    admin_dsn = f"postgresql://{USER}@127.0.0.1:{ports['server']}/postgres{query}"
     wait_ready(NAME, proc, lambda: _create_database(admin_dsn), timeout_s=60)
-    endpoint = f"postgresql://{login}@127.0.0.1:{ports['server']}/{DATABASE}{query}"
+    endpoint = f"postgresql://{USER}@127.0.0.1:{ports['server']}/{DATABASE}{query}"
     wait_ready(NAME, proc, lambda: probe(endpoint), timeout_s=30)
     return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (proc,))
 
@@ -136,6 +145,29 @@ def _tls_files(tls: ServerTls, into: Path) -> dict[str, str]:
     write_nofollow(key, tls.key.read_text())
     os.chmod(key, 0o600)
     return {"ssl": "on", "ssl_cert_file": str(cert), "ssl_key_file": str(key)}
+
+
+def password_of(dsn: str) -> str | None:
+    """The password a ``postgresql://`` DSN logs in with: its own, else the first line of its
+    ``passfile`` (local services write one line); None without either."""
+    parts = urlsplit(dsn)
+    if parts.password:
+        return unquote(parts.password)
+    passfile = parse_qs(parts.query).get("passfile")
+    if not passfile:
+        return None
+    return Path(passfile[0]).read_text().splitlines()[0].split(":", 4)[4]
+
+
+def jdbc_url(dsn: str) -> tuple[str, dict[str, str]]:
+    """The JDBC URL and properties (driver, user, password) of a ``postgresql://`` DSN, for
+    Spark's own ``format("jdbc")``, which knows no ``passfile``."""
+    parts = urlsplit(dsn)
+    props = {"driver": "org.postgresql.Driver", "user": parts.username or "postgres"}
+    password = password_of(dsn)
+    if password:
+        props["password"] = password
+    return f"jdbc:postgresql://{parts.hostname}:{parts.port or 5432}{parts.path}", props
 
 
 def _create_database(admin_dsn: str) -> None:

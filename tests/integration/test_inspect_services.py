@@ -6,11 +6,13 @@ librdkafka without showing their values, and PostgreSQL passwords from ``.pgpass
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
 from confluent_kafka import Producer
+from psycopg import sql
 
 from jetspark.devtools.cli import main
 from jetspark.inspect import inspect
@@ -81,34 +83,52 @@ def test_sasl_settings_reach_librdkafka_and_never_show(kafka_bootstrap, kafka_to
     assert CANARY not in report.text() + json.dumps(report.to_json())
 
 
-def _without_password(dsn: str) -> str:
-    params = psycopg.conninfo.conninfo_to_dict(dsn)
-    params.pop("password", None)
-    return psycopg.conninfo.make_conninfo(**params)
+@pytest.fixture
+def probe_role(pg_dsn):
+    """(DSN of a throwaway login role without any password source, setter of its password): a
+    connection succeeds only with the password set last, so it shows which source libpq used."""
+    role = f"probe_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+
+        def set_password(password: str) -> None:
+            admin.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role),
+                                                                      sql.Literal(password)))
+
+        params = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+        for source in ("password", "passfile"):
+            params.pop(source, None)
+        yield psycopg.conninfo.make_conninfo(**{**params, "user": role}), set_password
+        admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
 
 
-def test_pg_password_from_pgpass_pgpassword_and_the_environment(pg_dsn, tmp_path, monkeypatch, capsys):
+def test_pg_password_from_pgpass_pgpassword_and_the_environment(probe_role, tmp_path, monkeypatch, capsys):
     """libpq (under psycopg) reads PGPASSWORD and the password file when the URL holds no
-    password; inspect's own sources come first. ``conn.info.password`` is what libpq used."""
-    dsn = _without_password(pg_dsn)
+    password; inspect's own sources come first. Each step sets the role's password to what only
+    the source under test holds, so connecting proves that source was used."""
+    dsn, set_password = probe_role
     params = psycopg.conninfo.conninfo_to_dict(dsn)
     monkeypatch.delenv("PGPASSWORD", raising=False)
     monkeypatch.delenv(PG_PASSWORD_ENV, raising=False)
     pgpass = tmp_path / "pgpass"
-    pgpass.write_text(f"*:{params.get('port', '*')}:*:{params.get('user', '*')}:from-pgpass\n")
+    pgpass.write_text(f"*:{params.get('port', '*')}:*:{params['user']}:from-pgpass\n")
     pgpass.chmod(0o600)
     monkeypatch.setenv("PGPASSFILE", str(pgpass))
+    set_password("from-pgpass")
     with pg_connect(dsn) as conn:
         assert conn.info.password == "from-pgpass"
     monkeypatch.setenv("PGPASSWORD", "from-pgpassword")  # libpq: PGPASSWORD before the file
+    set_password("from-pgpassword")
     with pg_connect(dsn) as conn:
         assert conn.info.password == "from-pgpassword"
     monkeypatch.setenv(PG_PASSWORD_ENV, "from-jetspark-env")  # inspect's own, before libpq's
+    set_password("from-jetspark-env")
     with pg_connect(dsn, load().pg_password) as conn:
         assert conn.info.password == "from-jetspark-env"
 
     cp = write_checkpoint(tmp_path / "cp", [jetkafka_offset("t", {0: 0})], committed=1)
     monkeypatch.setenv(PG_PASSWORD_ENV, CANARY)
+    set_password(CANARY)
     assert main(["inspect", str(cp), "--pg", dsn, "--json"]) == 0
     out, err = capsys.readouterr()
     data = json.loads(out)

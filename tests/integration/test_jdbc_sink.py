@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from psycopg import sql
 
+from jetspark.devtools.services.postgres import password_of
 from jetspark.devtools.services.registry import run_dir
 from jetspark.sinks.guarantees import GIVES
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
@@ -147,15 +148,17 @@ def test_schema_mismatch_fails_before_writing_and_hides_credentials(registered, 
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE TABLE {} (id integer, name integer, note text NOT NULL)").format(
             sql.Identifier(schema, "events")))
-    secret_url = pg_dsn.replace("://jetspark@", "://jetspark:Sup3rSecret@")  # trust auth ignores it
+    password = password_of(pg_dsn) or "Hunter2x"  # the real one (any, should the server trust us)
+    sep = "&" if "?" in pg_dsn else "?"
+    secret_url = f"{pg_dsn}{sep}sslpassword=Sup3rSecret"  # libpq uses it only with a client key
     with pytest.raises(Exception) as e:
-        _stream(registered, tmp_path, secret_url, f"{schema}.events", "two-phase", password="Hunter2x")
+        _stream(registered, tmp_path, secret_url, f"{schema}.events", "two-phase", password=password)
     text = str(e.value)
     assert "the DataFrame does not fit table" in text
     assert "column 'id': DataFrame type bigint cannot be written into table type integer" in text
     assert "column 'amount' of the DataFrame is not in the table" in text
     assert "table column 'note' is NOT NULL without a default" in text
-    assert "Sup3rSecret" not in text and "Hunter2x" not in text
+    assert "Sup3rSecret" not in text and password not in text
     assert id_counts(pg_dsn, schema, "events") == Counter()
 
 

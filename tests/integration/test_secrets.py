@@ -172,11 +172,11 @@ def test_the_canary_appears_nowhere(sspark, kafka_bootstrap, kafka_topic, amqp_u
     sep = "&" if "?" in pg_dsn else "?"
     jdbc(f"{pg_dsn}{sep}sslpassword={CANARY}")
     fails(lambda: jdbc(pg_dsn, **UNKNOWN), "pasword")
-    # the test server trusts local connections: a wrong password still connects (a success path)
-    jdbc(_with_password(pg_dsn, CANARY), password=CANARY)
+    # a wrong password, in the URL and as the option: refused
+    fails(lambda: jdbc(_with_password(pg_dsn, CANARY), password=CANARY), "PostgreSQL")
     parts = urlsplit(pg_dsn)
-    jdbc(f"host={parts.hostname} port={parts.port} user={parts.username} dbname={parts.path.lstrip('/')} "
-         f"password='it\\'s {CANARY}'")
+    fails(lambda: jdbc(f"host={parts.hostname} port={parts.port} user={parts.username} "
+                       f"dbname={parts.path.lstrip('/')} password='it\\'s {CANARY}'"), "PostgreSQL")
     unreachable = urlunsplit(parts._replace(netloc=f"{parts.username}:{CANARY}@127.0.0.1:1"))
     fails(lambda: jdbc(unreachable, password=CANARY), "PostgreSQL")
     fails(lambda: jdbc(f"mysql://u:{CANARY}@h/db"), "url")
@@ -187,9 +187,9 @@ def test_the_canary_appears_nowhere(sspark, kafka_bootstrap, kafka_topic, amqp_u
     kafka_config.write_text(f"bootstrap.servers={kafka_bootstrap}\nsasl.password={CANARY}\n")
     for output in ([], ["--json"]):
         code = jetspark_cli(["inspect", str(tmp_path / "cp" / "kafka"), "--kafka-config", str(kafka_config),
-                             "--pg", _with_password(pg_dsn, CANARY), *output])  # trusted: connects
+                             "--pg", _with_password(pg_dsn, CANARY), *output])
         shown, shown_err = capfd.readouterr()
-        assert code == 0, shown + shown_err
+        assert code == 1 and "postgresql: PostgreSQL at" in shown, shown + shown_err  # the wrong password
         if output:
             lags = [p["lag"] for p in json.loads(shown)["kafka"]]
             assert lags and set(lags) == {0}, shown  # Kafka was asked (with the file's settings)

@@ -4,6 +4,8 @@ WAL holds it."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from jetspark.datasources.malformed import MalformedEventTimeError
@@ -11,6 +13,7 @@ from jetspark.datasources.rabbitmq.amqp import Properties
 from jetspark.datasources.rabbitmq.consumer import Delivery
 from jetspark.datasources.rabbitmq.driver import QueueDriver
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
+from jetspark.datasources.rabbitmq.source import RabbitMQStreamReader, read_partition
 from jetspark.datasources.rabbitmq.wal import WalRange
 
 NOW_MS = 1_767_225_600_000  # the driver's clock: 2026-01-01 00:00:00 UTC
@@ -86,3 +89,22 @@ def test_fail_names_the_message_and_the_cut_off_and_writes_nothing(tmp_path):
         driver.latest_offset(driver.initial_offset(), None)
     assert driver.wal.ranges() == [] and driver.consumer.acked == []
     driver.stop()
+
+
+def test_a_replay_reads_the_decision_from_the_wal_whatever_the_clock(tmp_path):
+    """After a restart a year later (when the message would be on time), Spark replays the
+    logged batch: the rows come from the WAL, with the first driver's decision."""
+    skew = {"watermark.maxFutureSkew": "10 minutes", "watermark.lateRecords": "keep"}
+    first = _driver(tmp_path, STAMPS, **skew)
+    start = first.initial_offset()
+    end = first.latest_offset(start, None)
+    first.stop()  # a crash before the commit: the deliveries come back to the next driver
+    reader = RabbitMQStreamReader(first.options)
+    reader._driver = _driver(tmp_path, STAMPS, **skew)
+    reader._driver.clock = lambda: NOW_MS + 365 * 86_400_000
+    rows = [row for p in reader.partitions(start, end) for batch in read_partition(p)
+            for row in batch.to_pylist()]
+    assert [(r["message_id"], r["timestamp"] is None, r["late"]) for r in rows] == [
+        ("m0", False, False), ("m1", True, False), ("m2", False, False)]
+    assert {r["watermark"] for r in rows} == {dt.datetime.fromtimestamp(end["watermark"] / 1000, dt.UTC)}
+    reader.stop()

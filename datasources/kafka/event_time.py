@@ -222,6 +222,8 @@ def watermark_times(spec: EventTimeSpec | None, on_malformed: str, values: pa.Ar
     else:
         column, ms = event_times(spec, values, kafka_ms, topic=topic, partition=partition, offsets=offsets,
                                  cutoff_ms=cutoff_ms)
+    if cutoff_ms is None:
+        return column, ms, None
     future = beyond_cutoff(ms, cutoff_ms)
     if not future.any():
         return column, ms, None

@@ -6,7 +6,9 @@
 - ``watermark.advanceWhenIdle`` (``false``): with every partition idle, W advances with the
   driver's clock;
 - ``watermark.lateRecords`` (``drop``): ``drop``, a late record becomes a counted stub row;
-  ``keep``, a normal row with ``late`` true.
+  ``keep``, a normal row with ``late`` true;
+- ``watermark.maxFutureSkew`` (none: off): a record whose event time is later than the driver's
+  clock plus this follows ``eventTime.onMalformed`` instead of moving W (:mod:`.malformed`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ LAG = "watermark.lag"
 IDLE_TIMEOUT = "watermark.idleTimeout"
 ADVANCE_WHEN_IDLE = "watermark.advanceWhenIdle"
 LATE_RECORDS = "watermark.lateRecords"
-OPTIONS = (LAG, IDLE_TIMEOUT, ADVANCE_WHEN_IDLE, LATE_RECORDS)
+MAX_FUTURE_SKEW = "watermark.maxFutureSkew"
+OPTIONS = (LAG, IDLE_TIMEOUT, ADVANCE_WHEN_IDLE, LATE_RECORDS, MAX_FUTURE_SKEW)
 DEFAULT_IDLE_TIMEOUT_MS = WatermarkPolicy.idle_timeout_ms
 
 _RENAMED = {"lateRecords": LATE_RECORDS}  # jetrabbitmq's former name
@@ -38,6 +41,8 @@ class WatermarkOptions:
 
     policy: WatermarkPolicy
     late_records: LateRecords = "drop"
+    max_future_skew_ms: int | None = None
+    """How far past the driver's clock an event time may be (None: no cut-off)."""
 
     @property
     def keep_late(self) -> bool:
@@ -63,4 +68,5 @@ class WatermarkOptions:
                 advance_when_idle=advance,
             ),
             late,
+            opts.duration_ms(MAX_FUTURE_SKEW, None),
         )

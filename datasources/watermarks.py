@@ -177,12 +177,15 @@ class WatermarkTracker:
 
 
 def late_mask(
-    ts_ms: np.ndarray, start_max_ts: int | None, lag_ms: int, w_prev: int | None
+    ts_ms: np.ndarray, start_max_ts: int | None, lag_ms: int, w_prev: int | None,
+    ignored: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int | None]:
     """Which records of one partition (in offset order) are late, and the running max after them.
 
     ``start_max_ts``: the partition's max event time before these records (None: none yet).
-    A record is late when ``ts < max(running max before it - lag, w_prev)``. Vectorized;
+    A record is late when ``ts < max(running max before it - lag, w_prev)``. ``ignored``:
+    records whose event time counts for nothing (beyond the batch's cut-off,
+    ``watermark.maxFutureSkew``): they neither move the running max nor are late. Vectorized;
     call it chunk by chunk, feeding the returned running max into the next call.
     """
     ts = np.asarray(ts_ms, dtype=np.int64)
@@ -190,14 +193,17 @@ def late_mask(
         return np.zeros(0, dtype=bool), start_max_ts
     floor = np.iinfo(np.int64).min // 2
     prev = floor if start_max_ts is None else int(start_max_ts)
+    counted = ts if ignored is None or not ignored.any() else np.where(ignored, floor, ts)
     before = np.empty_like(ts)
     before[0] = prev
     if ts.size > 1:
-        np.maximum.accumulate(ts[:-1], out=before[1:])
+        np.maximum.accumulate(counted[:-1], out=before[1:])
         np.maximum(before[1:], prev, out=before[1:])
     threshold = before - lag_ms
     if w_prev is not None:
         np.maximum(threshold, w_prev, out=threshold)
     late = ts < threshold
-    running = max(prev, int(ts.max()))
-    return late, running
+    if counted is not ts:
+        late &= ~ignored
+    running = max(prev, int(counted.max()))
+    return late, (start_max_ts if running == floor else running)

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from jetspark.columns import TIMESTAMP_TYPE
-from jetspark.datasources.malformed import ON_MALFORMED, MalformedEventTimeError
+from jetspark.datasources.malformed import ON_MALFORMED, MalformedEventTimeError, beyond_cutoff, cutoff_text
 from jetspark.errors import OptionError
 from jetspark.options import Options
 
@@ -59,15 +59,20 @@ class EventTimeSpec:
     on_malformed: str = "fail"
 
     @classmethod
-    def parse(cls, opts: Options) -> EventTimeSpec | None:
-        """``eventTime.*`` options; None when the event time is the Kafka timestamp."""
+    def parse(cls, opts: Options, *, future_cutoff: bool = False) -> EventTimeSpec | None:
+        """``eventTime.*`` options; None when the event time is the Kafka timestamp.
+        ``future_cutoff``: ``watermark.maxFutureSkew`` is set, so ``eventTime.onMalformed``
+        also applies to Kafka timestamps."""
         raw = opts.string("eventTime.field", None)
         fmt = opts.choice("eventTime.format", "epochMillis", list(FORMATS))
-        on_malformed = opts.choice("eventTime.onMalformed", "fail", list(ON_MALFORMED))
+        on_malformed = parse_on_malformed(opts)
         if raw is None:
-            for name in ("eventTime.format", "eventTime.onMalformed"):
-                if opts.get(name) is not None:
-                    raise OptionError(name, opts.get(name), "nothing unless eventTime.field is set")
+            if opts.get("eventTime.format") is not None:
+                raise OptionError("eventTime.format", opts.get("eventTime.format"),
+                                  "nothing unless eventTime.field is set")
+            if opts.get("eventTime.onMalformed") is not None and not future_cutoff:
+                raise OptionError("eventTime.onMalformed", opts.get("eventTime.onMalformed"),
+                                  "nothing unless eventTime.field or watermark.maxFutureSkew is set")
             return None
         path = tuple(raw.split("."))
         if not all(p.strip() for p in path):
@@ -88,6 +93,11 @@ class EventTimeSpec:
         scale = 1000.0 if self.format == "epochSeconds" else 1.0
         ms = pc.cast(pc.floor(pc.multiply(leaf, scale)), pa.int64())
         return pc.multiply_checked(ms, 1000)
+
+
+def parse_on_malformed(opts: Options) -> str:
+    """``eventTime.onMalformed``: ``fail`` (default) or ``null``."""
+    return opts.choice("eventTime.onMalformed", "fail", list(ON_MALFORMED))
 
 
 def iso8601_to_us(text: pa.Array) -> pa.Array:
@@ -169,24 +179,58 @@ def _one(spec: EventTimeSpec, value: bytes | None) -> int | None:
         return None
 
 
-def event_times(spec: EventTimeSpec, values: pa.Array, fallback_ms: np.ndarray, *, topic: str,
-                partition: int, offsets: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+def event_times(spec: EventTimeSpec, values: pa.Array, fallback_ms: np.ndarray, *, topic: str, partition: int,
+                offsets: np.ndarray, cutoff_ms: int | None = None) -> tuple[pa.Array, np.ndarray]:
     """(``eventTime`` column, event times in ms for watermarks) of one chunk of records.
 
-    Where the field is missing or malformed: ``onMalformed=fail`` raises naming the first
-    such record; ``null`` leaves the column null and uses ``fallback_ms`` (the Kafka
-    timestamps) for the watermark.
+    Where the field is missing or malformed, or later than ``cutoff_ms`` (the batch's cut-off,
+    ``watermark.maxFutureSkew``): ``onMalformed=fail`` raises naming the first such record;
+    ``null`` leaves the column null and uses ``fallback_ms`` (the Kafka timestamps) for the
+    watermark.
     """
     us = extract_us(spec, values)
-    bad = us.null_count
-    if bad and spec.on_malformed == "fail":
-        first = int(pc.index(pc.is_null(us), True).as_py())
-        raise MalformedEventTimeError(
-            f"record at offset {int(offsets[first])} of topic {topic!r} partition {partition} has no "
-            f"valid eventTime.field {'.'.join(spec.path)!r} ({spec.format}); "
-            "set eventTime.onMalformed=null to keep such records with a null eventTime")
-    column = us.cast(_TS_US)
+    missing = pc.is_null(us).to_numpy(zero_copy_only=False)
     ms = np.floor_divide(pc.fill_null(us, 0).to_numpy(zero_copy_only=False), 1000)
-    if bad:
-        ms = np.where(pc.is_null(us).to_numpy(zero_copy_only=False), fallback_ms, ms)
+    future = beyond_cutoff(ms, cutoff_ms) & ~missing
+    bad = missing | future
+    if bad.any() and spec.on_malformed == "fail":
+        first = int(np.argmax(bad))
+        field = ".".join(spec.path)
+        why = (f"an eventTime.field {field!r} {cutoff_text(cutoff_ms)}" if future[first]
+               else f"no valid eventTime.field {field!r} ({spec.format})")
+        raise MalformedEventTimeError(
+            f"record at offset {int(offsets[first])} of topic {topic!r} partition {partition} has {why}; "
+            "set eventTime.onMalformed=null to keep such records with a null eventTime")
+    if future.any():
+        us = pc.if_else(pa.array(future), pa.scalar(None, pa.int64()), us)
+    column = us.cast(_TS_US)
+    if bad.any():
+        ms = np.where(bad, fallback_ms, ms)
     return column, np.asarray(ms, dtype=np.int64)
+
+
+def watermark_times(spec: EventTimeSpec | None, on_malformed: str, values: pa.Array, kafka_ms: np.ndarray, *,
+                    topic: str, partition: int, offsets: np.ndarray,
+                    cutoff_ms: int | None) -> tuple[pa.Array | None, np.ndarray, np.ndarray | None]:
+    """What a chunk of records brings to the watermark, on a read task and in the driver's scan
+    alike: the ``eventTime`` column (None without ``eventTime.field``), the event times in ms,
+    and which records count for nothing (None: every one counts) — those whose event time,
+    after ``onMalformed``'s fallback, is still later than ``cutoff_ms``. With the Kafka
+    timestamp as the event time, such a record fails the read under ``onMalformed=fail``."""
+    if spec is None:
+        column, ms = None, kafka_ms
+    else:
+        column, ms = event_times(spec, values, kafka_ms, topic=topic, partition=partition, offsets=offsets,
+                                 cutoff_ms=cutoff_ms)
+    if cutoff_ms is None:
+        return column, ms, None
+    future = beyond_cutoff(ms, cutoff_ms)
+    if not future.any():
+        return column, ms, None
+    if spec is None and on_malformed == "fail":
+        first = int(np.argmax(future))
+        raise MalformedEventTimeError(
+            f"record at offset {int(offsets[first])} of topic {topic!r} partition {partition} has a "
+            f"timestamp {int(ms[first])} {cutoff_text(cutoff_ms)}; set eventTime.onMalformed=null to keep "
+            "such records with a null timestamp")
+    return column, ms, future

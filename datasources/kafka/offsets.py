@@ -7,7 +7,8 @@ JSON layout (one micro-batch's end offset)::
       "from":       {"orders": {"1": 0}},                      # see below (usually absent)
       "watermark":  1700000123000,                             # coalesced W, epoch ms (or null)
       "partitions": {"orders": {"0": {"maxTs": 1700000125000, "wm": 1700000123000,
-                                      "idle": false, "progressMs": 1700000200000}, ...}}
+                                      "idle": false, "progressMs": 1700000200000}, ...}},
+      "futureCutoff": 1700003800000                            # with watermark.maxFutureSkew
     }
 
 ``offsets`` has the shape of Spark's own Kafka source offsets. ``from`` names where this
@@ -17,7 +18,11 @@ partition of the first batch (its start comes from ``startingOffsets``, which ma
 a crash reads exactly the same records. ``watermark`` and ``partitions`` are the watermark
 tracker state, in the shape every jetspark source writes
 (:meth:`jetspark.datasources.watermarks.TrackerState.to_json`): per-partition max event
-time, watermark, idle flag and the driver time it last advanced.
+time, watermark, idle flag and the driver time it last advanced. ``futureCutoff`` (only with
+``watermark.maxFutureSkew``) is the latest event time this batch's records may bring to the
+watermark: the driver's clock when it planned the batch plus the skew. Read tasks apply the
+cut-off of the offset, never a clock, so a replayed batch decides the same; an offset without
+it (written before the option existed, or without it) has no cut-off.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ class KafkaOffset:
     range_from: Mapping[TopicPartition, int] = field(default_factory=dict)
     initial: bool = False
     """True for ``initialOffset()``: the first batch records where it started in ``from``."""
+    future_cutoff: int | None = None
+    """Latest event time (epoch ms) the batch's records may bring to the watermark (None: no cut-off)."""
 
     def start_of(self, tp: TopicPartition, previous: KafkaOffset) -> int | None:
         """Where this batch's range of ``tp`` begins (None: the partition is not read)."""
@@ -69,6 +76,8 @@ class KafkaOffset:
         if self.initial:
             out["initial"] = True
         out.update(self.tracker.to_json(lag_ms))
+        if self.future_cutoff is not None:
+            out["futureCutoff"] = self.future_cutoff
         return out
 
     @classmethod
@@ -78,6 +87,7 @@ class KafkaOffset:
             tracker=TrackerState.from_json(data),
             range_from={tp: int(o) for tp, o in _flat(data.get("from")).items()},  # type: ignore[call-overload]
             initial=bool(data.get("initial", False)),
+            future_cutoff=None if data.get("futureCutoff") is None else int(data["futureCutoff"]),
         )
 
     def partitions(self) -> Iterable[TopicPartition]:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from jetspark.datasources.kafka.event_time import EventTimeSpec
+from jetspark.datasources.kafka.event_time import EventTimeSpec, parse_on_malformed
 from jetspark.datasources.kafka.jaas import translate_jaas
 from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
 from jetspark.datasources.watermark_options import WatermarkOptions
@@ -89,6 +89,11 @@ class KafkaSourceOptions:
     max_ts_from: str  # "auto" | "scan"
     event_time: EventTimeSpec | None = None
     """Event time from a JSON field of the value; None: the Kafka record timestamp."""
+    max_future_skew_ms: int | None = None
+    """``watermark.maxFutureSkew``: event times later than the planning driver's clock plus this
+    follow ``on_malformed`` instead of moving the watermark (None: no cut-off)."""
+    on_malformed: str = "fail"
+    """``eventTime.onMalformed``: what a record with a malformed or too-future event time gets."""
     commit_offsets_to_group: bool = False
     """Commit each batch's end offsets to ``kafka.group.id`` for lag tools (never read back)."""
     max_records_per_partition: int | None = None
@@ -154,7 +159,9 @@ class KafkaSourceOptions:
             watermark=marks.policy,
             keep_late=marks.keep_late,
             max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
-            event_time=EventTimeSpec.parse(opts),
+            event_time=EventTimeSpec.parse(opts, future_cutoff=marks.max_future_skew_ms is not None),
+            max_future_skew_ms=marks.max_future_skew_ms,
+            on_malformed=parse_on_malformed(opts),
             commit_offsets_to_group=commit_to_group,
             max_records_per_partition=opts.integer("maxRecordsPerPartition", None, minimum=1),
             fetch_offset_retries=opts.integer("fetchOffset.numRetries", 3, minimum=0) or 0,

@@ -34,7 +34,7 @@ from jetspark.datasources.kafka.consumers import (
     pooled_consumer,
     use_native,
 )
-from jetspark.datasources.kafka.event_time import EventTimeSpec, event_times
+from jetspark.datasources.kafka.event_time import EventTimeSpec, watermark_times
 from jetspark.datasources.kafka.native import HEADERS_TYPE, NativeConsumer
 from jetspark.datasources.kafka.schema import arrow_schema, heartbeat_batch, to_us
 from jetspark.datasources.watermarks import late_mask
@@ -56,6 +56,8 @@ class ReadSettings:
     chunk_rows: int
     event_time: EventTimeSpec | None = None
     """Event time from the value's JSON (``eventTime.field``); None: the Kafka timestamp."""
+    on_malformed: str = "fail"
+    """``eventTime.onMalformed``, also for Kafka timestamps beyond the batch's cut-off."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ class RangeSpec:
     watermark: int | None
     """The batch's coalesced watermark W, stamped on every row."""
     detect_late: bool = True
+    future_cutoff: int | None = None
+    """The batch's cut-off from its offset (``watermark.maxFutureSkew``): a later event time
+    follows ``eventTime.onMalformed`` and counts for no watermark. None: no cut-off."""
 
 
 def read_range(settings: ReadSettings, rng: RangeSpec, *, first: bool = False,
@@ -159,13 +164,14 @@ def _read_native(consumer: NativeConsumer, settings: ReadSettings,
                 f"{pos}..{rng.end - 1}"
             )
         if chunk.rows:
-            event_col, ts = _event_times(settings, rng, chunk.values, chunk.timestamps, chunk.offsets)
-            late, running = _late(ts, settings, rng, running)
+            event_col, ts, ignored = _event_times(settings, rng, chunk.values, chunk.timestamps,
+                                                  chunk.offsets)
+            late, running = _late(ts, settings, rng, running, ignored)
             stub = _stub(late, settings)
             headers = None if chunk.headers is None else blank(chunk.headers, stub)
             yield _assemble(settings, rng, wm_scalar, blank(chunk.keys, stub), blank(chunk.values, stub),
                             headers, chunk.offsets, chunk.timestamps, chunk.timestamp_types, late, stub,
-                            event_col)
+                            event_col, ignored)
             faults.point("jetkafka.read_chunk")
             pos = int(chunk.offsets[-1]) + 1
         if chunk.data_loss:
@@ -210,8 +216,8 @@ def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int |
     pairs = np.fromiter(chain.from_iterable(map(Message.timestamp, msgs)), np.int64, 2 * n).reshape(n, 2)
     ts = pairs[:, 1]
     values = pa.array(list(map(Message.value, msgs)), pa.binary())
-    event_col, event_ts = _event_times(settings, rng, values, ts, offsets)
-    late, running = _late(event_ts, settings, rng, running)
+    event_col, event_ts, ignored = _event_times(settings, rng, values, ts, offsets)
+    late, running = _late(event_ts, settings, rng, running, ignored)
     stub = _stub(late, settings)
     keys = pa.array(list(map(Message.key, msgs)), pa.binary(), mask=stub)
     values = blank(values, stub)
@@ -222,24 +228,23 @@ def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int |
     # confluent-kafka: 0 none, 1 create time, 2 log-append time; Spark/Kafka ids: -1, 0, 1.
     types = (pairs[:, 0] - 1).astype(np.int32)
     batch = _assemble(settings, rng, wm_scalar, keys, values, headers, offsets, ts, types, late, stub,
-                      event_col)
+                      event_col, ignored)
     return batch, running, int(offsets[-1])
 
 
 def _event_times(settings: ReadSettings, rng: RangeSpec, values: pa.Array, ts: np.ndarray,
-                 offsets: np.ndarray) -> tuple[pa.Array | None, np.ndarray]:
-    """The ``eventTime`` column (None without ``eventTime.field``) and the event times, in ms,
-    that drive late-record detection: the payload's, else the Kafka timestamps."""
-    if settings.event_time is None:
-        return None, ts
-    return event_times(settings.event_time, values, ts, topic=rng.topic, partition=rng.partition,
-                       offsets=offsets)
+                 offsets: np.ndarray) -> tuple[pa.Array | None, np.ndarray, np.ndarray | None]:
+    """The ``eventTime`` column (None without ``eventTime.field``), the event times, in ms,
+    that drive late-record detection (the payload's, else the Kafka timestamps), and which
+    records count for none (beyond the batch's cut-off; None: all count)."""
+    return watermark_times(settings.event_time, settings.on_malformed, values, ts, topic=rng.topic,
+                           partition=rng.partition, offsets=offsets, cutoff_ms=rng.future_cutoff)
 
 
-def _late(ts: np.ndarray, settings: ReadSettings, rng: RangeSpec,
-          running: int | None) -> tuple[np.ndarray, int | None]:
+def _late(ts: np.ndarray, settings: ReadSettings, rng: RangeSpec, running: int | None,
+          ignored: np.ndarray | None) -> tuple[np.ndarray, int | None]:
     if rng.detect_late:
-        return late_mask(ts, running, settings.lag_ms, rng.w_prev)
+        return late_mask(ts, running, settings.lag_ms, rng.w_prev, ignored)
     return np.zeros(len(ts), dtype=bool), running
 
 
@@ -250,14 +255,18 @@ def _stub(late: np.ndarray, settings: ReadSettings) -> np.ndarray | None:
 
 def _assemble(settings: ReadSettings, rng: RangeSpec, wm_scalar: pa.Scalar, keys: pa.Array, values: pa.Array,
               headers: pa.Array | None, offsets: np.ndarray, ts_ms: np.ndarray, types: np.ndarray,
-              late: np.ndarray, stub: np.ndarray | None, event_col: pa.Array | None = None) -> pa.RecordBatch:
-    """One batch in the source's schema; ``stub`` rows (dropped late records) are heartbeats."""
+              late: np.ndarray, stub: np.ndarray | None, event_col: pa.Array | None = None,
+              ignored: np.ndarray | None = None) -> pa.RecordBatch:
+    """One batch in the source's schema; ``stub`` rows (dropped late records) are heartbeats.
+    ``ignored`` records (beyond the cut-off) have a null ``timestamp`` when it is their event
+    time (no ``eventTime.field``; with it, their ``eventTime`` is already null)."""
     n = len(offsets)
+    null_ts = ignored if settings.event_time is None else None
     arrays = [
         keys, values,
         pa.repeat(rng.topic, n), pa.repeat(pa.scalar(rng.partition, pa.int32()), n),
         pa.array(offsets, pa.int64()),
-        pa.array(ts_ms * 1000, TIMESTAMP_TYPE),
+        pa.array(ts_ms * 1000, TIMESTAMP_TYPE, mask=null_ts),
         pa.array(types, pa.int32()),
     ]
     if settings.include_headers:

@@ -53,6 +53,9 @@ take the default), ``startingOffsetsByTimestamp`` / ``startingTimestamp`` (+
 ``watermark.lateRecords`` (drop | keep), ``watermark.advanceWhenIdle`` (default false: W
 holds when every partition is idle; true: it follows the wall clock, in steps of the idle
 timeout, never under AvailableNow), ``watermark.maxTimestampFrom`` (auto | scan),
+``watermark.maxFutureSkew`` (default off: an event time later than the driver's clock at
+planning plus this follows ``eventTime.onMalformed`` instead of moving W; the cut-off is kept
+in the offset, ``futureCutoff``, so replays decide the same),
 ``maxRecordsPerChunk`` (records per Arrow batch, default 20000) and ``eventTime.field`` /
 ``eventTime.format`` / ``eventTime.onMalformed``: the event time from a field of the
 JSON value instead of the record timestamp, in an extra ``eventTime`` column (see
@@ -97,6 +100,7 @@ from jetspark.datasources.kafka.options import EARLIEST, LATEST, KafkaSourceOpti
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.scan import scan_max_timestamps
 from jetspark.datasources.kafka.schema import heartbeat_batch, spark_schema
+from jetspark.datasources.malformed import future_cutoff
 from jetspark.datasources.watermarks import Clock, Progress, WatermarkTracker, wall_clock_ms
 from jetspark.errors import JetsparkError
 from jetspark.options import Options
@@ -124,7 +128,7 @@ def _settings(options: KafkaSourceOptions) -> ReadSettings:
         kafka=dict(options.kafka), include_headers=options.include_headers, keep_late=options.keep_late,
         lag_ms=options.watermark.lag_ms, fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_ms=options.poll_timeout_ms, chunk_rows=options.chunk_rows,
-        event_time=options.event_time,
+        event_time=options.event_time, on_malformed=options.on_malformed,
     )
 
 
@@ -254,7 +258,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if admitted is None:
             return start
         end = {tp: starts[tp] + admitted.get(tp, 0) for tp in tps}
-        batch_max = self._batch_max_ts(starts, end, latest, may_extend=(
+        cutoff = future_cutoff(self.clock(), self.options.max_future_skew_ms)
+        batch_max = self._batch_max_ts(starts, end, latest, cutoff, may_extend=(
             self._target is None and not isinstance(limit, ReadMaxRows)))
         progress = {tp_key(tp): Progress(end[tp] > starts[tp], batch_max.get(tp)) for tp in tps}
         state = self.tracker.advance(prev.tracker, progress)
@@ -264,7 +269,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not moved and self._processing_time_step(prev, state):
             return start
         self._last_trigger_ms = self.clock()
-        return KafkaOffset(end, state, range_from).to_json(self.options.watermark.lag_ms)
+        offset = KafkaOffset(end, state, range_from, future_cutoff=cutoff)
+        return offset.to_json(self.options.watermark.lag_ms)
 
     def _processing_time_step(self, prev: KafkaOffset, state) -> bool:
         """True to hold back a W that only moved with processing time (every partition idle):
@@ -296,14 +302,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return available
 
     def _batch_max_ts(self, starts: Mapping[TopicPartition, int], end: dict[TopicPartition, int],
-                      latest: Mapping[TopicPartition, int], *, may_extend: bool) -> dict[TopicPartition, int]:
-        """Greatest record timestamp below ``end`` of every partition that moves (exact).
+                      latest: Mapping[TopicPartition, int], cutoff: int | None, *,
+                      may_extend: bool) -> dict[TopicPartition, int]:
+        """Greatest record timestamp below ``end`` of every partition that moves (exact), leaving
+        out event times later than ``cutoff`` (``watermark.maxFutureSkew``; None: no cut-off).
 
         Kafka's ListOffsets(max timestamp) names the record with the greatest timestamp of
         the partition: when it lies below ``end``, its timestamp is the answer without
         reading data. When it lies above (records arrived since ``latest`` was listed) and
-        the batch may take more, ``end`` moves to just after it. Otherwise the driver reads
-        the range's timestamps (``scan_max_timestamps``).
+        the batch may take more, ``end`` moves to just after it. Otherwise — or when that
+        timestamp is beyond the cut-off — the driver reads the range's timestamps
+        (``scan_max_timestamps``), which leaves such records out (or fails on them, as
+        ``eventTime.onMalformed`` says).
         """
         need = {tp: (starts[tp], end[tp]) for tp in end if end[tp] > starts[tp]}
         out: dict[TopicPartition, int] = {}
@@ -311,7 +321,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             answers = self._data_max_timestamps(list(need))
             extend = []
             for tp, (offset, ts) in answers.items():
-                if offset < 0 or ts < 0:
+                if offset < 0 or ts < 0 or (cutoff is not None and ts > cutoff):
                     continue
                 if offset < end[tp]:
                     out[tp] = ts
@@ -330,6 +340,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             scanned = scan_max_timestamps(
                 self.options.kafka, need, fail_on_data_loss=self.options.fail_on_data_loss,
                 poll_timeout_ms=self.options.poll_timeout_ms, event_time=self.options.event_time,
+                cutoff_ms=cutoff, on_malformed=self.options.on_malformed,
             )
             out.update({tp: ts for tp, ts in scanned.items() if ts is not None})
         return out
@@ -353,8 +364,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             begin = cur.start_of(tp, prev)
             if begin is None or cur.next[tp] <= begin:
                 continue
-            ranges.append(RangeSpec(tp[0], tp[1], begin, cur.next[tp],
-                                    _max_ts(prev, tp), prev.tracker.watermark, cur.tracker.watermark))
+            ranges.append(RangeSpec(tp[0], tp[1], begin, cur.next[tp], _max_ts(prev, tp),
+                                    prev.tracker.watermark, cur.tracker.watermark,
+                                    future_cutoff=cur.future_cutoff))
         ranges = split_ranges(ranges, self.options.min_partitions, self.options.max_records_per_partition)
         moved_w = cur.tracker.watermark != prev.tracker.watermark
         if not ranges:

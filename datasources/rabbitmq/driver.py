@@ -28,12 +28,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jetspark import faults
-from jetspark.datasources.malformed import MalformedEventTimeError
+from jetspark.datasources.malformed import MalformedEventTimeError, cutoff_text, future_cutoff
 from jetspark.datasources.rabbitmq.consumer import Delivery, QueueConsumer
 from jetspark.datasources.rabbitmq.dedup import DedupStore
 from jetspark.datasources.rabbitmq.lease import Lease
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
-from jetspark.datasources.rabbitmq.records import body_hash, event_times_ms, message_ids, to_wal_table
+from jetspark.datasources.rabbitmq.records import (
+    EventTimes,
+    body_hash,
+    event_times_ms,
+    message_ids,
+    to_wal_table,
+)
 from jetspark.datasources.rabbitmq.wal import WalRange, WriteAheadLog
 from jetspark.datasources.rabbitmq.watermark import QueueWatermark
 from jetspark.errors import JetsparkError
@@ -148,13 +154,15 @@ class QueueDriver:
         if not rows:
             return start
         now = self.clock()
-        events = event_times_ms(rows, self.options, now)
-        self._check_malformed(rows, ids, events.malformed)
+        cutoff = future_cutoff(now, self.options.watermark.max_future_skew_ms)
+        events = event_times_ms(rows, self.options, now, cutoff)
+        self._check_malformed(rows, ids, events, cutoff)
         state, late = self.watermarks.advance(start, events.ms)
         self._counts["late"] += int(late.sum())
         r = WalRange(start_seq, start_seq + len(rows), self.lease.epoch)
         self.lease.check()
-        self.wal.write(r, to_wal_table(rows, ids, events.ms, late))
+        null_timestamp = events.future if self.options.event_time_header is None else None
+        self.wal.write(r, to_wal_table(rows, ids, events.ms, late, null_timestamp))
         self.ranges().append(r)
         self._logged[(r.start, r.end)] = r.epoch
         self._pending[r] = PendingBatch(ids, rows)
@@ -252,18 +260,20 @@ class QueueDriver:
         self.wal.delete(orphans)
         self._ranges = [r for r in self.ranges() if r.start < seq]
 
-    def _check_malformed(self, rows: list[Delivery], ids: list[str], malformed: np.ndarray) -> None:
-        """Count the batch's malformed event times and undecoded header tables, or fail
-        (``eventTime.onMalformed=fail``) naming the first message; nothing is written then."""
+    def _check_malformed(self, rows: list[Delivery], ids: list[str], events: EventTimes,
+                         cutoff: int | None) -> None:
+        """Count the batch's malformed (or too-future) event times and undecoded header tables,
+        or fail (``eventTime.onMalformed=fail``) naming the first message; nothing is written then."""
         o = self.options
-        bad = int(malformed.sum())
+        bad = int(events.malformed.sum())
         if bad and o.on_malformed_event_time == "fail":
-            i = int(np.argmax(malformed))
+            i = int(np.argmax(events.malformed))
+            why = (cutoff_text(cutoff) if events.future[i] else
+                   "not a time in years 1-9999, NaN, infinite, not ISO 8601, or headers nested too deep")
             raise MalformedEventTimeError(
                 f"jetrabbitmq: message {ids[i]!r} on queue {o.queue!r} (routing key {rows[i].routing_key!r}) "
-                f"has a malformed event time ({o.event_time}: not a time in years 1-9999, NaN, infinite, "
-                "not ISO 8601, or headers nested too deep); option eventTime.onMalformed is 'fail'; "
-                "set it to 'null' to keep such messages, their receive time standing in")
+                f"has a malformed event time ({o.event_time}: {why}); option eventTime.onMalformed is "
+                "'fail'; set it to 'null' to keep such messages, their receive time standing in")
         self._counts["malformedEventTime"] += bad
         self._counts["malformedHeaders"] += sum(1 for d in rows if d.properties.headers_malformed)
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jetspark.columns import TIMESTAMP_TYPE
+from jetspark.datasources.malformed import beyond_cutoff
 from jetspark.datasources.rabbitmq.consumer import Delivery
 from jetspark.datasources.rabbitmq.options import MESSAGE_ID_BODY_HASH, RabbitMQOptions
 from jetspark.datasources.rabbitmq.wal import WAL_SCHEMA
@@ -60,15 +61,19 @@ _UNDECODED = object()  # a header of a table that was not decoded (amqp.MAX_NEST
 class EventTimes:
     """A batch's event times in epoch ms (the receive time where absent or malformed) and
     which were malformed (an event time that exists but is not a time in years 1–9999:
-    NaN, infinite, out of range, text that is not ISO 8601, undecoded headers)."""
+    NaN, infinite, out of range, text that is not ISO 8601, undecoded headers; or one later
+    than the batch's cut-off, ``watermark.maxFutureSkew``: those are also in ``future``)."""
 
     ms: np.ndarray
     malformed: np.ndarray
+    future: np.ndarray
 
 
-def event_times_ms(deliveries: Sequence[Delivery], options: RabbitMQOptions, received_ms: int) -> EventTimes:
+def event_times_ms(deliveries: Sequence[Delivery], options: RabbitMQOptions, received_ms: int,
+                   cutoff_ms: int | None = None) -> EventTimes:
     """Event times in epoch ms: the AMQP timestamp property (seconds) or a header (epoch ms
-    as a number, a timestamp, or ISO-8601 text); the receive time where absent or malformed."""
+    as a number, a timestamp, or ISO-8601 text); the receive time where absent, malformed or
+    later than ``cutoff_ms`` (None: no cut-off)."""
     header = options.event_time_header
     if header is None:
         seconds = timestamp_seconds(deliveries)
@@ -80,10 +85,11 @@ def event_times_ms(deliveries: Sequence[Delivery], options: RabbitMQOptions, rec
                   for d in deliveries]
         ms, absent = _header_ms(values)
         valid = np.isfinite(ms) & (ms >= MIN_EVENT_MS) & (ms <= MAX_EVENT_MS)
-    malformed = ~absent & ~valid
+    future = ~absent & valid & beyond_cutoff(np.floor(np.where(valid, ms, 0.0)), cutoff_ms)
+    malformed = ~absent & (~valid | future)
     use_received = absent | malformed
     out = np.where(use_received, 0.0, ms)
-    return EventTimes(np.where(use_received, received_ms, np.floor(out).astype(np.int64)), malformed)
+    return EventTimes(np.where(use_received, received_ms, np.floor(out).astype(np.int64)), malformed, future)
 
 
 def timestamp_seconds(deliveries: Sequence[Delivery]) -> pa.Array:
@@ -138,9 +144,12 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def to_wal_table(
-    deliveries: Sequence[Delivery], ids: Sequence[str], event_ms: np.ndarray, late: np.ndarray
+    deliveries: Sequence[Delivery], ids: Sequence[str], event_ms: np.ndarray, late: np.ndarray,
+    null_timestamp: np.ndarray | None = None,
 ) -> pa.Table:
-    """The WAL rows of a batch (WAL_SCHEMA), in delivery order."""
+    """The WAL rows of a batch (WAL_SCHEMA), in delivery order. The ``timestamp`` column is
+    null where the property is beyond 9999-12-31, and where ``null_timestamp`` says (a
+    timestamp property beyond the batch's cut-off when it is the event time)."""
     props = [d.properties for d in deliveries]
     headers = [
         None if p.headers is None else [(str(k), header_text(v)) for k, v in p.headers.items()]
@@ -148,6 +157,8 @@ def to_wal_table(
     ]
     seconds = timestamp_seconds(deliveries)
     in_range = pc.less_equal(seconds, _MAX_S)  # a later one is null (no Spark timestamp)
+    if null_timestamp is not None and null_timestamp.any():
+        in_range = pc.and_(in_range, pa.array(~null_timestamp))
     stamps = pc.multiply(pc.cast(pc.if_else(in_range, seconds, pa.scalar(None, pa.uint64())), pa.int64()),
                          1_000_000)
     return pa.table(

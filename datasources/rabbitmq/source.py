@@ -28,6 +28,9 @@ row (``heartbeat`` and ``late`` true, ``message_id`` and ``timestamp`` kept, the
 counted, then dropped with the heartbeats (``where(~col("heartbeat"))``; jetspark's windowing
 does it); with ``keep`` it is a normal row with ``late`` true — as on jetkafka.
 
+An event time later than the driver's clock plus ``watermark.maxFutureSkew`` (off by
+default) follows ``eventTime.onMalformed`` as a malformed one does; the WAL keeps the outcome.
+
 Broker-side caveats: an unacked delivery is returned to the queue when the consumer's
 channel dies, and RabbitMQ closes a channel whose delivery stays unacked longer than
 ``consumer_timeout`` (30 min by default) — keep trigger intervals and batch times well

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import time
 import uuid
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -15,8 +17,10 @@ from pyspark_jetkafka import DefaultSource  # the one jetkafka format: source an
 from jetspark.datasources import read_kafka_stream
 from jetspark.datasources.kafka import native as kafka_native
 from jetspark.datasources.kafka.event_time import EventTimeSpec
+from jetspark.datasources.kafka.options import KafkaSourceOptions
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.scan import scan_max_timestamps
+from jetspark.datasources.kafka.source import KafkaStreamReader
 from tests.integration.scripts.jetkafka_common import BASE_TS, produce
 from tests.unit.datasources.kafka.test_event_time import ISO_FORMS
 
@@ -124,3 +128,66 @@ def test_iso8601_forms_of_the_readme_on_the_reader_and_the_drivers_scan(native, 
                                   fail_on_data_loss=True, poll_timeout_ms=30_000, event_time=spec)
     assert [scanned[(topic, i + 1)] for i in range(len(ISO_FORMS))] == \
         [kafka_ts[i] if e is None else e // 1000 for i, e in enumerate(expected)]
+
+
+def _logged_offset(checkpoint: Path, batch: int) -> dict:
+    """The source offset Spark logged for ``batch`` (``offsets/<batch>``: version, metadata, offset)."""
+    lines = (checkpoint / "offsets" / str(batch)).read_text().split("\n")
+    assert lines[0] == "v1"
+    return json.loads(lines[2])
+
+
+def test_a_kafka_timestamp_beyond_the_cut_off_moves_no_watermark_and_a_replay_decides_the_same(
+        jk, kafka_bootstrap, kafka_topic, tmp_path):
+    """watermark.maxFutureSkew on Kafka timestamps, the broker's ListOffsets path: the future
+    record's timestamp is the partition's greatest, so the driver must scan the range instead;
+    under eventTime.onMalformed=null the record stays with a null timestamp, and the on-time
+    records after it are not late. Replanning the logged batch with a clock that would admit
+    the record decides the same: the cut-off comes from the offset."""
+    topic = kafka_topic(1)
+    now = time.time_ns() // 1_000_000
+    future = now + 30 * 60_000  # a producer clock 30 min ahead (the broker refuses more than 1 h)
+    opts = {"kafka.bootstrap.servers": kafka_bootstrap, "subscribe": topic, "startingOffsets": "earliest",
+            "watermark.maxFutureSkew": "1 minute", "eventTime.onMalformed": "null",
+            "watermark.lateRecords": "keep"}
+    checkpoint = tmp_path / "ck"
+    rows: dict[int, list] = {}
+
+    def run() -> None:
+        query = (read_kafka_stream(jk, opts).writeStream
+                 .foreachBatch(lambda b, i: rows.__setitem__(i, [r for r in b.collect() if not r.heartbeat]))
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        query.awaitTermination(120)
+        assert query.exception() is None
+
+    produce(kafka_bootstrap, topic, [(0, b"a", b"on time", now - 60_000)])
+    run()
+    later = [(0, b"f", b"from the future", future), (0, b"b", b"on time", now - 50_000),
+             (0, b"c", b"on time", now - 40_000)]
+    produce(kafka_bootstrap, topic, later)
+    run()
+    batch = next(i for i, batch_rows in rows.items() if any(r.offset == 1 for r in batch_rows))
+    seen = [(r.offset, r.timestamp is None, r.late) for r in rows[batch]]
+    assert seen == [(1, True, False), (2, False, False), (3, False, False)]
+    end = _logged_offset(checkpoint, batch)
+    assert end["partitions"][topic]["0"]["maxTs"] == now - 40_000 == end["watermark"]
+    assert now < end["futureCutoff"] < future
+
+    replayer = KafkaStreamReader(KafkaSourceOptions.parse(opts, streaming=True), clock=lambda: future)
+    try:
+        tasks = replayer.partitions(_logged_offset(checkpoint, batch - 1), end)
+        table = pa.Table.from_batches([b for task in tasks for b in replayer.read(task)])
+    finally:
+        replayer.stop()
+    assert list(zip(table["offset"].to_pylist(), [t is None for t in table["timestamp"].to_pylist()],
+                    table["late"].to_pylist(), strict=True)) == seen
+
+
+def test_a_payload_event_time_beyond_the_cut_off_fails_by_default(jk, kafka_bootstrap, kafka_topic, tmp_path):
+    topic = kafka_topic(1)
+    now = time.time_ns() // 1_000_000
+    produce(kafka_bootstrap, topic, _records(0, [now - 1_000, now + 365 * 86_400_000], kafka_ts=now))
+    query, _ = _run(jk, kafka_bootstrap, topic, tmp_path, **{"watermark.maxFutureSkew": "1 hour"})
+    error = str(query.exception())
+    assert re.search(r"\boffset 1 of topic\b", error), error
+    assert "'meta.ts'" in error and "watermark.maxFutureSkew" in error and "eventTime.onMalformed" in error

@@ -264,3 +264,25 @@ def test_poison_messages_follow_the_malformed_policy_and_the_query_goes_on(
               sink2, available_now=True)
     assert q2.exception() is None and sorted(sink2.ids()) == ["inf-2", "nan-2", "ok-2"]
     assert _end_offset(q2)["counts"]["malformedEventTime"] == 2
+
+
+def test_a_message_stamped_far_in_the_future_moves_no_watermark(rspark, amqp_url, rabbit_queue, tmp_path):
+    """watermark.maxFutureSkew: a producer clock a year ahead stamps one message; it follows
+    eventTime.onMalformed (null: the receive time stands in, counted, its timestamp null) and
+    the on-time message after it is not late."""
+    now_s = time.time_ns() // 1_000_000_000
+    on_time = now_s + 600  # ahead of the receive time, well within the skew
+    publish(amqp_url, rabbit_queue, ["before", "future", "after"],
+            timestamps=[now_s - 60, now_s + 365 * 86_400, on_time])
+    sink = Collector()
+    stream = _stream(rspark, amqp_url, rabbit_queue, tmp_path,
+                     **{"watermark.maxFutureSkew": "1 hour", "watermark.lateRecords": "keep"})
+    query = _run(stream, tmp_path, sink, available_now=True)
+    assert query.exception() is None
+    rows = {r.message_id: r for b in sink.batches.values() for r in b if not r.heartbeat}
+    assert sorted(rows) == ["after", "before", "future"] and not any(r.late for r in rows.values())
+    assert rows["future"].timestamp is None and rows["after"].timestamp is not None
+    end = _end_offset(query)
+    assert end["counts"]["malformedEventTime"] == 1 and end["counts"]["late"] == 0
+    assert end["watermark"] == on_time * 1000 == end["partitions"][rabbit_queue]["0"]["maxTs"]
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)  # all acked

@@ -127,3 +127,20 @@ def test_late_mask_running_max_and_previous_w():
 def test_late_mask_empty_keeps_running():
     late, running = late_mask(np.array([], dtype=np.int64), 7, 0, None)
     assert late.size == 0 and running == 7
+
+
+def test_late_mask_ignored_records_neither_move_the_running_max_nor_are_late():
+    # record 1 is beyond the batch's cut-off (watermark.maxFutureSkew): without the mask it
+    # would make every later record late
+    ts = np.array([100, 10_000, 101, 99, 105])
+    late, running = late_mask(ts, None, 0, None)
+    assert late.tolist() == [False, False, True, True, True] and running == 10_000
+    ignored = np.array([False, True, False, False, False])
+    late, running = late_mask(ts, None, 0, None, ignored)
+    assert late.tolist() == [False, False, False, True, False] and running == 105
+    # an ignored record is never late, even far below W
+    late, running = late_mask(np.array([5, 200]), 150, 0, 150, np.array([True, False]))
+    assert late.tolist() == [False, False] and running == 200
+    # a chunk of ignored records only keeps the running max it started with
+    assert late_mask(np.array([9_999]), None, 0, None, np.array([True]))[1] is None
+    assert late_mask(np.array([9_999]), 42, 0, None, np.array([True]))[1] == 42

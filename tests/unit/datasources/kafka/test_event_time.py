@@ -21,6 +21,7 @@ from jetspark.datasources.kafka.event_time import (
     extract_ms,
     extract_us,
     iso8601_to_us,
+    watermark_times,
 )
 from jetspark.errors import OptionError
 from jetspark.options import Options
@@ -200,3 +201,47 @@ def test_deeply_nested_values_are_malformed_not_a_recursion_error():
     _column, for_wm = event_times(spec(field="ts", onMalformed="null"), raw, np.array([1, 2, 3, 4]),
                                   topic="t", partition=0, offsets=np.arange(4))
     assert for_wm.tolist() == [10, 2, 3, 30]
+
+
+def test_an_event_time_beyond_the_cut_off_is_malformed():
+    """watermark.maxFutureSkew: a field later than the batch's cut-off fails or is nulled, and
+    under null the Kafka timestamp stands in unless it is beyond the cut-off too."""
+    raw = values({"ts": 10}, {"ts": 5_000}, {"ts": 30}, {"ts": 6_000})
+    kafka_ts = np.array([100, 200, 300, 9_000], np.int64)
+    offsets = np.array([7, 8, 9, 10], np.int64)
+    beyond = r"offset 8 of topic 't' partition 2.*'ts'.*cut-off 1000.*watermark\.maxFutureSkew"
+    with pytest.raises(MalformedEventTimeError, match=beyond):
+        event_times(spec(field="ts"), raw, kafka_ts, topic="t", partition=2, offsets=offsets, cutoff_ms=1_000)
+    column, for_wm = event_times(spec(field="ts", onMalformed="null"), raw, kafka_ts, topic="t", partition=2,
+                                 offsets=offsets, cutoff_ms=1_000)
+    assert [None if v is None else v.value for v in column] == [10_000, None, 30_000, None]
+    assert for_wm.tolist() == [10, 200, 30, 9_000]
+    column, for_wm, ignored = watermark_times(spec(field="ts", onMalformed="null"), "null", raw, kafka_ts,
+                                              topic="t", partition=2, offsets=offsets, cutoff_ms=1_000)
+    assert ignored.tolist() == [False, False, False, True]  # its Kafka timestamp is beyond it too
+    # no cut-off: nothing changes
+    column, for_wm, ignored = watermark_times(spec(field="ts"), "fail", raw, kafka_ts, topic="t", partition=2,
+                                              offsets=offsets, cutoff_ms=None)
+    assert for_wm.tolist() == [10, 5_000, 30, 6_000] and ignored is None
+
+
+def test_a_kafka_timestamp_beyond_the_cut_off_fails_or_counts_for_nothing():
+    kafka_ts = np.array([100, 5_000, 300], np.int64)
+    offsets = np.array([7, 8, 9], np.int64)
+    raw = values(b"a", b"b", b"c")
+    beyond = r"offset 8 of topic 't' partition 2 has a timestamp 5000 later than the batch's cut-off 1000"
+    with pytest.raises(MalformedEventTimeError, match=beyond + r".*onMalformed=null"):
+        watermark_times(None, "fail", raw, kafka_ts, topic="t", partition=2, offsets=offsets, cutoff_ms=1_000)
+    column, for_wm, ignored = watermark_times(None, "null", raw, kafka_ts, topic="t", partition=2,
+                                              offsets=offsets, cutoff_ms=1_000)
+    assert column is None and for_wm.tolist() == [100, 5_000, 300]
+    assert ignored.tolist() == [False, True, False]
+    assert watermark_times(None, "fail", raw, kafka_ts, topic="t", partition=2, offsets=offsets,
+                           cutoff_ms=5_000)[2] is None  # at the cut-off is not beyond it
+
+
+def test_on_malformed_without_a_field_is_accepted_with_a_cut_off():
+    opts = Options({"eventTime.onMalformed": "null"})
+    assert EventTimeSpec.parse(opts, future_cutoff=True) is None
+    with pytest.raises(OptionError, match=r"eventTime.format.*unless eventTime.field"):
+        EventTimeSpec.parse(Options({"eventTime.format": "iso8601"}), future_cutoff=True)

@@ -61,6 +61,9 @@ def test_offsets_json_and_timestamps():
         ({"failOnDataLoss": "maybe"}, "failOnDataLoss"),
         ({"watermark.lag": "soon"}, "watermark.lag"),
         ({"watermark.lateRecords": "hide"}, "watermark.lateRecords"),
+        ({"watermark.maxFutureSkew": "a while"}, "watermark.maxFutureSkew"),
+        ({"eventTime.onMalformed": "null"}, "eventTime.onMalformed"),  # no field, no cut-off
+        ({"watermark.maxFutureSkew": "1h", "eventTime.onMalformed": "skip"}, "eventTime.onMalformed"),
         ({"endingOffsets": "latest"}, "endingOffsets"),
         ({"kafka.enable.auto.commit": "true"}, "kafka.enable.auto.commit"),
         ({"maxOffsetPerTrigger": "5"}, "maxOffsetPerTrigger"),
@@ -95,6 +98,28 @@ def test_offset_json_round_trip_keeps_tracker_state():
     assert back == off
     prev = KafkaOffset({("t", 0): 10, ("t", 1): 99})
     assert back.start_of(("t", 0), prev) == 10 and back.start_of(("t", 1), prev) == 0
+
+
+def test_max_future_skew_and_its_policy_for_kafka_timestamps():
+    default = parse()
+    assert default.max_future_skew_ms is None and default.on_malformed == "fail"
+    skewed = parse(**{"watermark.maxFutureSkew": "10 minutes", "eventTime.onMalformed": "NULL"})
+    assert (skewed.max_future_skew_ms, skewed.on_malformed, skewed.event_time) == (600_000, "null", None)
+    with pytest.raises(OptionError) as err:
+        parse(**{"watermark.maxFutureSkew": "-1s"})
+    assert (err.value.option, err.value.value) == ("watermark.maxFutureSkew", "-1s")
+    assert "a duration such as" in err.value.accepted
+
+
+def test_offset_json_keeps_the_future_cut_off_and_reads_offsets_without_it():
+    off = KafkaOffset({("t", 0): 12}, TrackerState({"t:0": PartitionMark(100, 7, False)}, 100),
+                      future_cutoff=1_700_000_600_000)
+    data = off.to_json(lag_ms=0)
+    assert data["futureCutoff"] == 1_700_000_600_000
+    assert KafkaOffset.from_json(data) == off
+    del data["futureCutoff"]  # an offset written before the option, or without it
+    assert KafkaOffset.from_json(data).future_cutoff is None
+    assert "futureCutoff" not in KafkaOffset({("t", 0): 12}).to_json(lag_ms=0)
 
 
 def test_prorate_like_spark():

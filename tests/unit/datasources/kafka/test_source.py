@@ -205,6 +205,46 @@ def test_records_arriving_meanwhile_extend_the_batch_to_the_max_timestamp_record
     assert end["offsets"][T] == {"0": 5, "1": 5} and end["partitions"][T]["0"]["maxTs"] == 1_004
 
 
+def test_the_future_cut_off_is_fixed_at_planning_and_kept_in_the_offset(setup, monkeypatch):
+    """watermark.maxFutureSkew: a ListOffsets maximum beyond the cut-off sends the partition to
+    the driver's scan, which gets the cut-off; read tasks get the offset's cut-off, whatever
+    the reader's clock says when the batch is replayed."""
+    broker, make = setup
+    reader, clock = make(**{"watermark.maxFutureSkew": "1 second", "eventTime.onMalformed": "null"})
+    start = reader.initialOffset()
+    broker.high = {(T, 0): 4, (T, 1): 4}
+    broker.ts0[(T, 0)] = clock.now + 5_000  # partition 0's producer clock is 5 s ahead
+    scans = []
+
+    def scan(kafka, ranges, *, cutoff_ms, on_malformed, **_):
+        scans.append((dict(ranges), cutoff_ms, on_malformed))
+        return {tp: None for tp in ranges}  # every record of the range beyond the cut-off
+
+    monkeypatch.setattr(kafka_source, "scan_max_timestamps", scan)
+    end = reader.latestOffset(start, ReadAllAvailable())
+    cutoff = clock.now + 1_000
+    assert end["futureCutoff"] == cutoff
+    assert scans == [({(T, 0): (0, 4)}, cutoff, "null")]  # partition 1's answer is on time: no scan
+    assert end["partitions"][T]["0"]["maxTs"] is None and end["partitions"][T]["1"]["maxTs"] == 1_003
+    assert end["watermark"] is None  # partition 0 holds W back; its future records did not move it
+
+    clock.now += 3_600_000  # a replay an hour later decides with the offset's cut-off
+    specs = [p.spec for p in reader.partitions(start, end) if isinstance(p, KafkaRange)]
+    assert [s.future_cutoff for s in specs] == [cutoff, cutoff]
+    old = {k: v for k, v in end.items() if k != "futureCutoff"}  # written before the option
+    replayed = [p.spec for p in reader.partitions(start, old) if isinstance(p, KafkaRange)]
+    assert [s.future_cutoff for s in replayed] == [None, None]
+
+
+def test_without_the_option_there_is_no_cut_off(setup):
+    broker, make = setup
+    reader, clock = make()
+    broker.high = {(T, 0): 2, (T, 1): 2}
+    broker.ts0[(T, 0)] = clock.now + 10 * 365 * 86_400_000
+    end = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    assert "futureCutoff" not in end and end["partitions"][T]["0"]["maxTs"] == broker.ts0[(T, 0)] + 1
+
+
 class FakeGroup:
     def __init__(self) -> None:
         self.commits: list[dict] = []

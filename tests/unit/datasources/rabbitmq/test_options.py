@@ -37,6 +37,12 @@ def test_all_options_case_insensitive():
     assert o.watermark.keep_late
 
 
+def test_max_future_skew_is_off_by_default_and_parsed_as_on_jetkafka():
+    assert RabbitMQOptions.parse(BASE).watermark.max_future_skew_ms is None
+    skewed = RabbitMQOptions.parse({**BASE, "watermark.maxFutureSkew": "1 hour"})
+    assert skewed.watermark.max_future_skew_ms == 3_600_000
+
+
 def test_prefetch_defaults_to_cover_the_trigger_limit():
     assert RabbitMQOptions.parse({**BASE, "maxMessagesPerTrigger": "20000"}).prefetch == 40_000
     # AMQP's prefetch count is 16 bits: a larger default is capped, a larger batch refused
@@ -68,6 +74,7 @@ def test_body_hash_message_id():
         ({"watermark.lateRecords": "flag"}, "watermark.lateRecords", "drop | keep"),
         ({"lateRecords": "keep"}, "lateRecords", "option 'watermark.lateRecords'"),
         ({"watermark.advanceWhenIdle": "true"}, "watermark.advanceWhenIdle", "false (a queue is one"),
+        ({"watermark.maxFutureSkew": "tomorrow"}, "watermark.maxFutureSkew", "a duration such as"),
         ({"subscribe": "x"}, "subscribe", "known options"),
     ],
 )

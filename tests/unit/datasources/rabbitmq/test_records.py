@@ -53,3 +53,26 @@ def test_undecoded_headers_make_a_header_event_time_malformed():
     times = event_times_ms(rows, _options(eventTime="header:ts"), RECEIVED)
     assert times.ms.tolist() == [RECEIVED, 3] and times.malformed.tolist() == [True, False]
     assert event_times_ms(rows[:1], _options(), RECEIVED).malformed.tolist() == [False]
+
+
+@pytest.mark.parametrize("header", [False, True], ids=["timestamp", "header"])
+def test_event_times_beyond_the_cut_off_are_malformed_and_the_receive_time_stands_in(header):
+    """watermark.maxFutureSkew: the property (seconds) or header (ms) later than the cut-off."""
+    stamps_s = [5, 20, 10, None]  # cut-off 10 s: the second is beyond it, the third exactly at it
+    if header:
+        rows = [_delivery(headers=None if s is None else {"ts": s * 1000}) for s in stamps_s]
+        options = _options(eventTime="header:ts")
+    else:
+        rows = [_delivery(s) for s in stamps_s]
+        options = _options()
+    times = event_times_ms(rows, options, RECEIVED, cutoff_ms=10_000)
+    assert times.ms.tolist() == [5_000, RECEIVED, 10_000, RECEIVED]
+    assert times.malformed.tolist() == times.future.tolist() == [False, True, False, False]
+    assert event_times_ms(rows, options, RECEIVED).future.tolist() == [False] * 4  # no cut-off
+
+
+def test_the_wal_nulls_a_timestamp_beyond_the_cut_off_when_asked():
+    rows = [_delivery(5), _delivery(20)]
+    table = to_wal_table(rows, ["a", "b"], np.array([5_000, RECEIVED]), np.zeros(2, bool),
+                         null_timestamp=np.array([False, True]))
+    assert [t is None for t in table.column("timestamp").to_pylist()] == [False, True]

@@ -270,7 +270,8 @@ def test_wal_state_counts_wal_messages_dedup_and_lease_files(tmp_path):
 
 # -- the CLI -------------------------------------------------------------------------------------
 def test_cli_json_plot_and_bounded_follow(tmp_path, capsys):
-    from tests.unit.jetspark.inspect.test_plot import check_watermark_picture, spread
+    from tests.pictures import check_watermark_picture
+    from tests.unit.jetspark.inspect.test_plot import spread
 
     root = write_checkpoint(tmp_path / "cp", {b: [spread(kafka_offset(b))] for b in range(3)}, commits=[0, 1])
     png = tmp_path / "out" / "w.png"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaException
+from confluent_kafka import KafkaError as LibrdkafkaError
 from confluent_kafka import TopicPartition as KTopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin import OffsetSpec as KOffsetSpec
@@ -145,7 +147,11 @@ class KafkaBroker:
         futures = self.admin.list_offsets(request, isolation_level=level, request_timeout=timeout_s)
         out = {}
         for ktp, fut in futures.items():
-            info = fut.result(timeout=timeout_s + 1)
+            try:
+                info = fut.result(timeout=timeout_s + 5)
+            except concurrent.futures.TimeoutError:  # librdkafka's own timeout should come first
+                timed_out = LibrdkafkaError(LibrdkafkaError._TIMED_OUT, "list_offsets timed out")
+                raise KafkaException(timed_out) from None
             out[(ktp.topic, ktp.partition)] = (info.offset, info.timestamp)
         return out
 

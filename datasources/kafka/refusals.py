@@ -3,8 +3,9 @@
 librdkafka reports these only to the client's error callback and keeps retrying; the call
 that waits for the brokers (metadata, offsets, ``init_transactions``) just times out with a
 generic "transport failure" or "timed out". So each client gets a :class:`Refusals` as its
-``error_cb``, and :func:`until_answered` waits for a call in short slices, polling the
-client's callbacks between them: a refusal ends the wait at once with its reason.
+``error_cb``, and :func:`until_answered` waits for a call in slices (2 s, then twice as long
+each time), polling the client's callbacks between them: a refusal met during the wait ends
+it at once with its reason.
 """
 
 from __future__ import annotations
@@ -53,18 +54,21 @@ def until_answered(call: Callable[[float], T], client: _Polled, refusals: Refusa
                    scrub: Callable[[str], str]) -> T:
     """``call(slice_timeout_s)`` again until it answers or ``timeout_s`` passes (then its last
     error is raised); :class:`KafkaRefused` as soon as the brokers refuse the client."""
+    refusals.last = None  # only what this wait meets: an old refusal may have been transient
     deadline = time.monotonic() + timeout_s
+    slice_s = SLICE_S
     while True:
         left = deadline - time.monotonic()
         try:
-            return call(max(0.1, min(SLICE_S, left)))
+            return call(max(0.1, min(slice_s, left)))
         except KafkaException as e:
             refusals.raise_if_refused(client, scrub)
             error = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
             waiting = error is not None and (error.retriable() or error.code() in (
                 KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN))
-            if left <= SLICE_S or not waiting:
+            if left <= slice_s or not waiting:
                 raise
+        slice_s *= 2  # a slow answer gets longer and longer to arrive
 
 
 class _Flushed(_Polled, Protocol):
@@ -75,6 +79,7 @@ def flush_until_delivered(producer: _Flushed, refusals: Refusals, timeout_s: flo
                           scrub: Callable[[str], str]) -> int:
     """``producer.flush`` in slices: the records still undelivered after ``timeout_s`` (0 when
     all are); :class:`KafkaRefused` as soon as the brokers refuse the producer."""
+    refusals.last = None
     deadline = time.monotonic() + timeout_s
     while True:
         remaining = producer.flush(max(0.1, min(SLICE_S, deadline - time.monotonic())))

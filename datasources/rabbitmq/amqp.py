@@ -36,6 +36,7 @@ PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 CHANNEL = 1
 READ_CHUNK = 1 << 20
 RPC_TIMEOUT_S = 30.0
+ACCESS_REFUSED = 403
 MAX_NESTING = 64
 """Deepest nesting of tables and arrays in a header table that is decoded; a deeper one is
 not (its message keeps its ID and timestamp, its headers are marked malformed)."""
@@ -59,7 +60,12 @@ class AmqpError(Exception):
 
 
 class ConnectionLost(AmqpError):
-    """The connection is gone (socket closed, heartbeats missed, ``Connection.Close``)."""
+    """The connection is gone (socket closed, heartbeats missed, ``Connection.Close``:
+    then ``reply_code`` says why, e.g. 403 ACCESS_REFUSED)."""
+
+    def __init__(self, message: str, reply_code: int | None = None) -> None:
+        super().__init__(message)
+        self.reply_code = reply_code
 
 
 class Refused(AmqpError):
@@ -298,7 +304,9 @@ class Connection:
                     raise Refused(f"TLS: the broker's certificate is not trusted: {e.verify_message} "
                                   "(options ssl.ca.location, ssl.endpoint.identification.algorithm)"
                                   ) from None
-                except ssl.SSLError as e:
+                except (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError) as e:
+                    raise ConnectionLost(f"TLS handshake cut short: {e}") from None  # retried
+                except ssl.SSLError as e:  # an alert from the broker: it refuses our certificate
                     raise Refused(f"TLS handshake refused: {e.reason or e} "
                                   "(options ssl.certificate.location, ssl.key.location)") from None
             self._selector = selectors.DefaultSelector()
@@ -328,7 +336,9 @@ class Connection:
                                     + _shortstr_bytes(p.locale or "en_US"), channel=0))
             try:
                 data, pos = self._wait(10, 30, timeout)  # Connection.Tune
-            except ConnectionLost as e:  # 403 ACCESS_REFUSED, or the socket closed (old brokers)
+            except ConnectionLost as e:  # 403 ACCESS_REFUSED is for good; anything else is retried
+                if e.reply_code != ACCESS_REFUSED:
+                    raise
                 raise Refused(f"the broker refused the login of {user} with {self.mechanism}: {e} "
                               "(options user, password, authMechanism or the url's credentials)") from None
             channel_max, frame_max, heartbeat = struct.unpack_from(">HIH", data, pos)
@@ -519,7 +529,7 @@ class Connection:
             except AmqpError:
                 pass
             if ids[0] == 10:
-                raise ConnectionLost(f"the broker closed the connection: {code} {text}")
+                raise ConnectionLost(f"the broker closed the connection: {code} {text}", code)
             raise ChannelClosed(code, text)
         if ids == (60, 30):  # Basic.Cancel: the queue was deleted
             raise ChannelClosed(404, "consumer cancelled by the broker (queue deleted?)")

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pika
 
 from jetspark.errors import OptionError
+from jetspark.redaction import redacted_repr
 
 MECHANISMS = ("PLAIN", "EXTERNAL")
 HOSTNAME_CHECKS = ("https", "none")
@@ -38,6 +39,9 @@ class AmqpEndpoint:
     key_location: str | None = None
     key_password: str | None = field(default=None, repr=False)
     check_hostname: bool = True
+
+    def __repr__(self) -> str:  # the URL may carry a password
+        return redacted_repr(self)
 
     def __post_init__(self) -> None:
         tls_given = self.ca_location or self.certificate_location or self.key_location

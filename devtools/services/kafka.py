@@ -147,8 +147,8 @@ def _java(libs: Path, main: str, *args: str, heap: str = "256m",
 def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls | None = None,
           scram: Login | None = None) -> ServiceRecord:
     """Start the node in ``data_dir`` (formatting its storage on first start). With ``tls``
-    (and ``scram``, the SCRAM-SHA-512 user made when the storage is formatted) also a
-    ``SASL_SSL`` listener (``ports["sasl_ssl"]``) and an mTLS one (``ports["ssl"]``)."""
+    (and ``scram``, a SCRAM-SHA-512 user) also a ``SASL_SSL`` listener (``ports["sasl_ssl"]``)
+    and an mTLS one (``ports["ssl"]``)."""
     libs = libs_dir()
     ports = ports or {"broker": free_port(), "controller": free_port()}
     if tls is not None:
@@ -165,10 +165,8 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     log = data_dir / "kafka.log"
     if not (data_dir / "log" / "meta.properties").exists():
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        user = f"SCRAM-SHA-512=[name={scram.user},password={scram.password}]" if scram else None
-        users = ["--add-scram", user] if user else []
         fmt = subprocess.run(
-            _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props), *users),
+            _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)),
             capture_output=True, text=True, check=False,
         )
         if fmt.returncode != 0:
@@ -176,7 +174,36 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     proc = spawn(_java(libs, "kafka.Kafka", str(props), heap=JVM_HEAP), log=log)
     endpoint = f"127.0.0.1:{ports['broker']}"
     wait_ready(NAME, proc, lambda: probe(endpoint), timeout_s=90)
+    if tls is not None and scram is not None:
+        _add_scram_user(endpoint, scram)
+        secured = {"bootstrap.servers": f"127.0.0.1:{ports['sasl_ssl']}", "security.protocol": "SASL_SSL",
+                   "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": scram.user,
+                   "sasl.password": scram.password, "ssl.ca.location": str(tls.ca)}
+        wait_ready(NAME, proc, lambda: _list_topics(secured), timeout_s=60)
     return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (proc,))
+
+
+def _add_scram_user(bootstrap: str, login: Login) -> None:
+    """The SCRAM-SHA-512 user, made through the plain listener (not on a command line, where
+    other local users could read the password)."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    upsert = UserScramCredentialUpsertion(login.user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                          login.password.encode())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(timeout=30)
+
+
+def _list_topics(conf: dict[str, str]) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    AdminClient({**conf, "log_level": 0}).list_topics(timeout=3)
 
 
 def probe(bootstrap: str, timeout_s: float = 10.0) -> None:

@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from jetspark.devtools.services.files import write_nofollow
 from jetspark.devtools.services.process import ensure_port_free, free_port, spawn, wait_ready
@@ -99,34 +99,17 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     }
     if tls is not None:
         settings.update(_tls_files(tls, data_dir / "tls"))
-    pwfile, passfile = data_dir / "initdb-password", data_dir / PASSFILE
-    new_cluster = not (pgdata / "PG_VERSION").exists()
-    if new_cluster:
-        password = password or secrets.token_hex(16)
-        write_nofollow(pwfile, password + "\n")
-    _chown(data_dir, user)
-    if new_cluster:
-        auth = ["--auth=scram-sha-256", f"--pwfile={pwfile}"]
-        init = subprocess.run(
-            [str(binaries / "initdb"), "-D", str(pgdata), "-U", USER, *auth,
-             "-E", "UTF8", "--locale=C", "--no-sync"],
-            capture_output=True, text=True, check=False, user=user,
-        )
-        if init.returncode != 0:
-            raise ServiceError(f"postgres: initdb failed:\n{init.stdout}{init.stderr}")
-        if tls is not None:  # TCP only over TLS
-            write_nofollow(pgdata / "pg_hba.conf",
-                           "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n"
-                           "hostnossl all all 0.0.0.0/0 reject\n")
-            _chown(pgdata, user)
-        write_nofollow(passfile, f"*:*:*:{USER}:{password}\n")  # the client's: stays ours
-    pwfile.unlink(missing_ok=True)
+    passfile = data_dir / PASSFILE
+    if not (pgdata / "PG_VERSION").exists():
+        _initdb(binaries, data_dir, user, password or secrets.token_hex(16), tls is not None)
+    else:
+        _chown(data_dir, user)
     argv = [str(binaries / "postgres"), "-D", str(pgdata)]
     for key, value in settings.items():
         argv += ["-c", f"{key}={value}"]
     log = data_dir / "postgres.log"
     proc = spawn(argv, log=log, user=user, stop_signal=signal.SIGINT)
-    params = [f"passfile={passfile}"] if passfile.exists() else []
+    params = [f"passfile={quote(str(passfile), safe='/')}"] if passfile.exists() else []
     params += ["sslmode=require"] if tls is not None else []
     query = f"?{'&'.join(params)}" if params else ""
     admin_dsn = f"postgresql://{USER}@127.0.0.1:{ports['server']}/postgres{query}"
@@ -134,6 +117,31 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     endpoint = f"postgresql://{USER}@127.0.0.1:{ports['server']}/{DATABASE}{query}"
     wait_ready(NAME, proc, lambda: probe(endpoint), timeout_s=30)
     return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (proc,))
+
+
+def _initdb(binaries: Path, data_dir: Path, user: str | None, password: str, tls_only: bool) -> None:
+    """A new cluster in ``data_dir/data``: ``scram-sha-256`` everywhere (TCP over TLS only
+    with ``tls_only``); the password in ``data_dir/pgpass`` (libpq's password file, 0600). The
+    password reaches initdb through a file that is removed whatever happens."""
+    pgdata, pwfile = data_dir / "data", data_dir / "initdb-password"
+    write_nofollow(pwfile, password + "\n")
+    try:
+        _chown(data_dir, user)
+        init = subprocess.run(
+            [str(binaries / "initdb"), "-D", str(pgdata), "-U", USER, "--auth=scram-sha-256",
+             f"--pwfile={pwfile}", "-E", "UTF8", "--locale=C", "--no-sync"],
+            capture_output=True, text=True, check=False, user=user,
+        )
+    finally:
+        pwfile.unlink(missing_ok=True)
+    if init.returncode != 0:
+        raise ServiceError(f"postgres: initdb failed:\n{init.stdout}{init.stderr}")
+    if tls_only:
+        write_nofollow(pgdata / "pg_hba.conf",
+                       "local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n"
+                       "hostnossl all all 0.0.0.0/0 reject\n")
+        _chown(pgdata, user)
+    write_nofollow(data_dir / PASSFILE, f"*:*:*:{USER}:{password}\n")  # the client's: stays ours
 
 
 def _tls_files(tls: ServerTls, into: Path) -> dict[str, str]:

@@ -23,6 +23,11 @@ def test_user_and_password_options_replace_the_urls_and_stay_hidden():
     assert "c4n4ry" not in repr(o) and "c4n4ry" not in repr(o.connect_to)
 
 
+def test_the_urls_password_is_not_in_the_endpoints_repr():
+    endpoint = _parse("amqp://u:S3cretInUrl@h/%2F").connect_to
+    assert "S3cretInUrl" not in repr(endpoint) and "h/%2F" in repr(endpoint)
+
+
 def test_a_password_alone_keeps_the_urls_user():
     creds = _parse("amqp://alice:old@h/%2F", password="pw").connect_to.parameters().credentials
     assert (creds.username, creds.password) == ("alice", "pw")

@@ -1,0 +1,74 @@
+"""The README's examples over Spark Connect: the same code, a Connect server that the test starts.
+
+The server is PySpark's own (``spark_connect`` in tests/conftest.py), with jetspark installed
+where its Python workers run. The client is a subprocess
+(tests/integration/scripts/connect_examples.py) with ``SPARK_REMOTE`` set, so the README's
+session example itself creates the Connect session. Every other example is prepared exactly
+as in tests/integration/test_readme_examples.py (same set-ups, same substitutions) and must
+print the same output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import readme
+from tests.integration.test_readme_examples import EXAMPLES, Context, check_printed, prepared_code
+
+pytestmark = pytest.mark.integration
+
+CLIENT = Path(__file__).parent / "scripts" / "connect_examples.py"
+SESSION = next(e for e in EXAMPLES if e.name == "session")
+
+
+class ConnectClient:
+    """The client subprocess: runs an example's code, returns what it printed."""
+
+    def __init__(self, url: str) -> None:
+        env = {**os.environ, "SPARK_REMOTE": url}
+        env.pop("PYSPARK_PYTHON", None)  # the server's workers choose their Python, not the client
+        self.process = subprocess.Popen([sys.executable, str(CLIENT)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, env=env)
+
+    def run(self, example: readme.Example, code: str) -> dict:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        request = {"name": example.name, "line": example.line, "code": code}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        assert answer, f"the Connect client exited (code {self.process.wait()}); its stderr is above"
+        return json.loads(answer)
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def connect_client(spark_connect: str) -> Iterator[ConnectClient]:
+    """One client for the module, its ``spark`` made by the README's session example."""
+    client = ConnectClient(spark_connect)
+    try:
+        answer = client.run(SESSION, SESSION.code)
+        assert answer["error"] is None, answer["error"]
+        assert answer["session"] == "pyspark.sql.connect.session.SparkSession", answer["session"]
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if e.name != "session"], ids=lambda e: e.name)
+def test_readme_example_over_connect(example: readme.Example, connect_client: ConnectClient, kafka_bootstrap,
+                                     kafka_topic, pg_dsn, pg_schema, amqp_url, rabbit_queue, tmp_path: Path):
+    ctx = Context(kafka_bootstrap, kafka_topic, amqp_url, rabbit_queue)
+    answer = connect_client.run(example, prepared_code(example, ctx, pg_dsn, pg_schema, tmp_path))
+    assert answer["error"] is None, f"{example.name} over Spark Connect:\n{answer['error']}"
+    check_printed(example, answer["printed"])

@@ -138,7 +138,7 @@ def _substituted(code: str, replacements: dict[str, str]) -> str:
 def prepared_code(example: readme.Example, ctx: Context, pg_dsn: str, pg_schema: str, tmp_path: Path) -> str:
     """The example's code after its set-up ran, with this session's endpoints and names.
 
-    Shared with tests/integration/test_readme_over_connect.py, which runs the same code
+    Shared with tests/integration/test_spark_connect.py, which runs the same code
     over Spark Connect."""
     replacements = {
         **SETUPS[example.name](ctx),

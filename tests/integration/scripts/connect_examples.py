@@ -1,4 +1,4 @@
-"""Runs README examples in a Spark Connect client, for tests/integration/test_readme_over_connect.py.
+"""Runs README examples in a Spark Connect client, for tests/integration/test_spark_connect.py.
 
 usage: SPARK_REMOTE=sc://host:port connect_examples.py
 

@@ -1,4 +1,6 @@
-"""The README's examples over Spark Connect: the same code, a Connect server that the test starts.
+"""jetspark over Spark Connect: the README's examples, and the error when the server lacks a format.
+
+The README's examples run unchanged against a Connect server that the test starts.
 
 The server is PySpark's own (``spark_connect`` in tests/conftest.py), with jetspark installed
 where its Python workers run. The client is a subprocess
@@ -72,3 +74,43 @@ def test_readme_example_over_connect(example: readme.Example, connect_client: Co
     answer = connect_client.run(example, prepared_code(example, ctx, pg_dsn, pg_schema, tmp_path))
     assert answer["error"] is None, f"{example.name} over Spark Connect:\n{answer['error']}"
     check_printed(example, answer["printed"])
+
+
+CLIENT_ONLY_FORMAT = """
+from pyspark.sql.datasource import DataSource
+
+
+class ClientOnly(DataSource):
+    @classmethod
+    def name(cls):
+        return "jetclientonly"
+
+    def schema(self):
+        return "x int"
+"""
+
+
+def test_a_format_the_server_cannot_import_fails_at_the_call_saying_why(connect_client: ConnectClient,
+                                                                       tmp_path: Path):
+    """As jetspark's formats on a server without jetspark: a module only the client has. The
+    server does not know the format; registering it from the client ships a reference the
+    server cannot import; read_stream says so, naming the format and the fix."""
+    (tmp_path / "client_only_format.py").write_text(CLIENT_ONLY_FORMAT)
+    code = f"""
+import sys
+sys.path.insert(0, {str(tmp_path)!r})
+from client_only_format import ClientOnly
+
+from jetspark.datasources.stream import read_stream
+from jetspark.errors import SparkConnectError
+
+try:
+    read_stream(spark, ClientOnly, {{}}, None)
+except SparkConnectError as e:
+    print(e)
+"""
+    answer = connect_client.run(readme.Example("client-only-format", code, None, 0), code)
+    assert answer["error"] is None, answer["error"]
+    printed = answer["printed"]
+    assert "cannot run the format 'jetclientonly'" in printed, printed
+    assert "jetspark is not installed where the server runs its Python workers" in printed, printed

@@ -114,3 +114,26 @@ except SparkConnectError as e:
     printed = answer["printed"]
     assert "cannot run the format 'jetclientonly'" in printed, printed
     assert "jetspark is not installed where the server runs its Python workers" in printed, printed
+
+
+def test_static_windows_count_null_event_times_into_a_connect_observation(connect_client: ConnectClient):
+    """``observation=Observation(...)`` of a static window_aggregate: over Connect PySpark makes
+    it a Connect observation, which window_aggregate fills as in a classic session."""
+    code = """
+from pyspark.sql import Observation, functions as F
+
+from jetspark.windowing import ops, tumbling, window_aggregate
+
+df = spark.createDataFrame(
+    [("a", "2026-01-01 00:00:01"), ("a", None), ("b", "2026-01-01 00:00:07"), ("b", "2026-01-01 00:00:08")],
+    "k string, t string").select("k", F.to_timestamp("t").alias("ts"))
+null_times = Observation("null_times")
+for python_too in ("auto", "python"):
+    windows = window_aggregate(df, key="k", time="ts", window=tumbling("5 seconds"),
+                               aggs={"n": ops.count()}, engine=python_too, observation=null_times)
+    print(python_too, sorted((r.k, r.n) for r in windows.collect()), null_times.get["rows"])
+    null_times = Observation("null_times_python")
+"""
+    answer = connect_client.run(readme.Example("observation", code, None, 0), code)
+    assert answer["error"] is None, answer["error"]
+    assert answer["printed"].splitlines() == ["auto [('a', 1), ('b', 2)] 1", "python [('a', 1), ('b', 2)] 1"]

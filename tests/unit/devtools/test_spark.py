@@ -44,3 +44,14 @@ def test_local_session_refuses_a_spark_connect_url_saying_what_to_use():
     with pytest.raises(SparkConnectError, match=r"'sc://127.0.0.1:15002' is a Spark Connect server.*"
                                                 r"SparkSession.builder.remote\(url\)"):
         local_session("jetspark-demo", master="sc://127.0.0.1:15002")
+
+
+def test_the_demo_refuses_a_spark_connect_master_before_starting_any_service(capsys, monkeypatch):
+    from jetspark.devtools import cli, services
+
+    def no_services(*args, **kwargs):
+        raise AssertionError("services started for a demo that cannot run")
+
+    monkeypatch.setattr(services, "acquire", no_services)
+    assert cli.main(["demo", "--master", "sc://127.0.0.1:15002"]) == 1
+    assert "is a Spark Connect server" in capsys.readouterr().err

@@ -4,8 +4,8 @@ PySpark's own server (``org.apache.spark.sql.connect.service.SparkConnectServer`
 ``sbin/start-connect-server.sh`` runs) started with ``spark-submit`` on 127.0.0.1, in a
 JVM of its own: clients reach it as ``sc://127.0.0.1:<port>`` and share nothing with it
 but the network, as with a remote server. Its Python workers run this interpreter
-(``PYSPARK_PYTHON``), so jetspark's formats and windows are installed on the server
-(README, "Spark Connect").
+(``PYSPARK_PYTHON`` in the server's environment), so jetspark's formats and windows are
+installed on the server (README, "Spark Connect").
 """
 
 from __future__ import annotations
@@ -52,15 +52,16 @@ def start(
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(ports["grpc"]),
         "spark.sql.warehouse.dir": str(data_dir / "warehouse"),
-        "spark.pyspark.python": os.environ.get("PYSPARK_PYTHON", sys.executable),
         **(conf or {}),
     }
     argv = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS,
             "--name", "jetspark Spark Connect server", "--master", master]
     for key, value in settings.items():
         argv += ["--conf", f"{key}={value}"]
+    # The environment variable, not spark.pyspark.python: PySpark 4.3's Connect planner runs the
+    # Python functions of Connect clients (the windows' stages) with $PYSPARK_PYTHON only.
     env = {"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": settings["spark.pyspark.python"]}
+           "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
     server = spawn(argv, log=data_dir / "server.log", env=env, cwd=data_dir)
 
     def listening() -> None:

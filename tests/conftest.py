@@ -70,10 +70,12 @@ def spark_master() -> Iterator[str]:
         local.down(started)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark_connect(tmp_path_factory) -> Iterator[str]:
     """A local Spark Connect server (PySpark's own, in a JVM of its own, local[2]): its
-    ``sc://`` URL. Its Python workers run this interpreter, so jetspark is installed on it."""
+    ``sc://`` URL. Its Python workers run this interpreter, so jetspark is installed on it.
+    One per module that asks for it, stopped after that module: its JVM does not stay for the
+    rest of the run."""
     from jetspark.devtools.services import spark_connect as server
     from jetspark.devtools.services.process import stop
 

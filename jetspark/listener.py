@@ -19,8 +19,10 @@ running ``counts.late`` of the start and end offsets. Rows are the
 observed ``records`` (data rows, without heartbeats) when present, else ``numInputRows``.
 Queries without a jetspark source get a line with rows only.
 
-The listener runs on Spark's listener bus thread, after each batch, asynchronously to the
-query; :meth:`WatermarkListener.wait_terminated` waits until a query's last line is out.
+The listener runs on Spark's listener bus thread (over Spark Connect: the client's thread
+that receives the server's query events), after each batch, asynchronously to the query;
+:meth:`WatermarkListener.wait_terminated` waits until a query's last line is out. Progress
+is read the same way in both kinds of session (:func:`observed_metrics`).
 """
 
 from __future__ import annotations

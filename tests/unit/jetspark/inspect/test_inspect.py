@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jetspark.devtools.cli import main
-from jetspark.devtools.demo.report import Batch, progress_line
+from jetspark.devtools.demo.report import Batch, batch_of, progress_line
 from jetspark.inspect import Report, inspect
 from jetspark.inspect.checkpoint import (
     JETKAFKA,
@@ -362,3 +362,11 @@ def test_observed_metrics_read_alike_over_spark_connect_and_classic():
     assert observed_metrics(as_connect_client_has_it)["jetkafka"]["records"] == 70
     b = batch_progress(connect)
     assert (b.rows, b.late) == (70, 3)
+
+
+def test_demo_batch_reads_observed_metrics_in_either_form():
+    classic = _progress(4, as_text=True)
+    connect = {**classic, "observedMetrics": {"jetkafka": CONNECT_JETKAFKA}}
+    for form in (classic, connect):
+        b = batch_of(form, "t")
+        assert (b.batch_id, b.rows, b.late) == (4, 70, 3)

@@ -128,10 +128,10 @@ df = spark.createDataFrame(
     [("a", "2026-01-01 00:00:01"), ("a", None), ("b", "2026-01-01 00:00:07"), ("b", "2026-01-01 00:00:08")],
     "k string, t string").select("k", F.to_timestamp("t").alias("ts"))
 null_times = Observation("null_times")
-for python_too in ("auto", "python"):
+for engine in ("auto", "python"):
     windows = window_aggregate(df, key="k", time="ts", window=tumbling("5 seconds"),
-                               aggs={"n": ops.count()}, engine=python_too, observation=null_times)
-    print(python_too, sorted((r.k, r.n) for r in windows.collect()), null_times.get["rows"])
+                               aggs={"n": ops.count()}, engine=engine, observation=null_times)
+    print(engine, sorted((r.k, r.n) for r in windows.collect()), null_times.get["rows"])
     null_times = Observation("null_times_python")
 """
     answer = connect_client.run(readme.Example("observation", code, None, 0), code)

@@ -6,19 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from jetspark.columns import HEARTBEAT, LATE, WATERMARK
+from jetspark.connect import is_connect, resolved_on_server
 from jetspark.worker_python import warn_if_workers_lack_jetspark
 
 
 def ensure_registered(spark, source: type) -> None:
-    """Register a format unless the session knows it already: PySpark's auto-registration
-    (the ``pyspark_jet*`` modules) usually found it, and registering again makes Spark warn
-    that the data source "replaced a statically registered data source" on every query."""
-    try:
-        known = spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(source.name())
-    except AttributeError:  # Spark Connect: no JVM session in this process
-        known = False
-    if not known:
-        spark.dataSource.register(source)
+    """Register a format unless the (classic) session knows it already: PySpark's
+    auto-registration (the ``pyspark_jet*`` modules) usually found it, and registering again
+    makes Spark warn that the data source "replaced a statically registered data source" on
+    every query. Over Spark Connect: :func:`jetspark.connect.resolved_on_server`."""
+    if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(source.name()):
+        return
+    spark.dataSource.register(source)
 
 
 def read_stream(spark, source: type, options: Mapping[str, object], metrics_name: str | None):
@@ -29,22 +28,28 @@ def read_stream(spark, source: type, options: Mapping[str, object], metrics_name
     moved without data, or stubs of dropped late records) stay in the stream, because Spark
     must see their watermark; drop them downstream with ``where(~col("heartbeat"))``
     (jetspark's windowing does it for you). Warns once when Spark's Python workers would run
-    an interpreter without jetspark (:mod:`jetspark.worker_python`).
+    an interpreter without jetspark (:mod:`jetspark.worker_python`); over Spark Connect,
+    raises :class:`jetspark.errors.SparkConnectError` when the server cannot run the source
+    (:mod:`jetspark.connect`).
 
-    Unless ``metrics_name`` is None, each batch's ``query.lastProgress["observedMetrics"]
-    [metrics_name]`` holds ``records`` (data rows), ``lateRecords`` (late records, dropped or
+    Unless ``metrics_name`` is None, each batch's observed metrics ``metrics_name``
+    (:func:`jetspark.listener.observed_metrics`, or ``query.lastProgress["observedMetrics"]``
+    in a classic session) hold ``records`` (data rows), ``lateRecords`` (late records, dropped or
     kept) and ``watermark`` (the batch's W). Per-partition watermarks and idle flags are in
     the source's end offset: ``json.loads(query.lastProgress["sources"][0]["endOffset"])
     ["partitions"][stream][partition]`` → ``{"maxTs", "wm", "idle", "progressMs"}``.
     """
     from pyspark.sql import functions as F
 
-    warn_if_workers_lack_jetspark(spark)
-    ensure_registered(spark, source)
     reader = spark.readStream.format(source.name())
     for key, value in options.items():
         reader = reader.option(key, str(value))
-    df = reader.load()
+    if is_connect(spark):  # the server's workers run the source: its jetspark, its registration
+        df = resolved_on_server(spark, source, reader.load)
+    else:
+        warn_if_workers_lack_jetspark(spark)
+        ensure_registered(spark, source)
+        df = reader.load()
     if metrics_name:
         df = df.observe(
             metrics_name,

@@ -9,7 +9,20 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from jetspark.errors import SparkConnectError
+
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def refuse_connect_master(master: str | None) -> None:
+    """Raise :class:`SparkConnectError` when ``master`` is a Spark Connect URL (``sc://…``)."""
+    if master is not None and master.startswith("sc://"):
+        raise SparkConnectError(
+            f"master {master!r} is a Spark Connect server, but local_session starts a Spark of its "
+            "own (the demo's, the tests' and the benchmarks' local session) and needs its JVM in this "
+            "process; reach a Connect server with SparkSession.builder.remote(url) instead (README, "
+            "\"Spark Connect\")"
+        )
 
 
 def local_session(
@@ -23,8 +36,10 @@ def local_session(
 
     Python workers run the interpreter that runs this code (``PYSPARK_PYTHON``), so the
     data sources and UDFs see the same installed packages. ``master=None`` leaves the
-    master to ``spark-submit`` (or Spark's default).
+    master to ``spark-submit`` (or Spark's default). It is a classic session that starts its
+    own Spark: a Spark Connect URL (``sc://…``) is refused with a :class:`SparkConnectError`.
     """
+    refuse_connect_master(master)
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

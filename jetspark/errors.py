@@ -34,3 +34,8 @@ class OptionError(JetsparkError, ValueError):
 
 class ServiceError(JetsparkError, RuntimeError):
     """A backing service (Kafka, PostgreSQL, RabbitMQ) could not be started or reached."""
+
+
+class SparkConnectError(JetsparkError, RuntimeError):
+    """Something jetspark needs is not available over Spark Connect; the message says why and
+    what to do instead (README, "Spark Connect")."""

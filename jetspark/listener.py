@@ -19,8 +19,10 @@ running ``counts.late`` of the start and end offsets. Rows are the
 observed ``records`` (data rows, without heartbeats) when present, else ``numInputRows``.
 Queries without a jetspark source get a line with rows only.
 
-The listener runs on Spark's listener bus thread, after each batch, asynchronously to the
-query; :meth:`WatermarkListener.wait_terminated` waits until a query's last line is out.
+The listener runs on Spark's listener bus thread (over Spark Connect: the client's thread
+that receives the server's query events), after each batch, asynchronously to the query;
+:meth:`WatermarkListener.wait_terminated` waits until a query's last line is out. Progress
+is read the same way in both kinds of session (:func:`observed_metrics`).
 """
 
 from __future__ import annotations
@@ -86,9 +88,45 @@ def _epoch_ms(text: str | None) -> int | None:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
+def observed_metrics(progress) -> dict[str, dict[str, object]]:
+    """A progress's observed metrics, ``{name: {metric: value}}``, alike in a classic session
+    and over Spark Connect.
+
+    ``progress``: a ``StreamingQueryProgress`` (``query.lastProgress``, an element of
+    ``query.recentProgress``, a listener event's ``progress``), its ``json`` text or that text
+    parsed. A classic session's JSON gives each metric set as ``{metric: value}``; a Connect
+    server's as ``{"values": [...], "schema": {...}}``, which PySpark's Connect client leaves
+    as a ``Row(values, schema)``, so ``progress["observedMetrics"][name]["records"]`` fails
+    there. Both become ``{metric: value}``; a timestamp of the Connect form (epoch ms) becomes
+    UTC text ``YYYY-MM-DD HH:MM:SS.fff``.
+    """
+    if isinstance(progress, str):
+        progress = json.loads(progress)
+    elif isinstance(getattr(type(progress), "json", None), property):  # a StreamingQueryProgress
+        progress = json.loads(progress.json)
+    out: dict[str, dict[str, object]] = {}
+    for name, metrics in (progress.get("observedMetrics") or {}).items():
+        if hasattr(metrics, "asDict"):  # a Row
+            metrics = metrics.asDict(recursive=True)
+        if not isinstance(metrics, Mapping):
+            continue
+        if set(metrics) == {"values", "schema"} and isinstance(metrics["schema"], Mapping):
+            fields = metrics["schema"].get("fields") or []
+            metrics = {f["name"]: _connect_value(v, f.get("type"))
+                       for f, v in zip(fields, metrics["values"], strict=False)}
+        out[str(name)] = dict(metrics)
+    return out
+
+
+def _connect_value(value, spark_type) -> object:
+    if spark_type == "timestamp" and isinstance(value, int | float):
+        return iso(int(value))
+    return value
+
+
 def _late(progress: Mapping, starts: list[SourceOffset], ends: list[SourceOffset]) -> int | None:
-    found = [int(m["lateRecords"]) for m in (progress.get("observedMetrics") or {}).values()
-             if isinstance(m, Mapping) and m.get("lateRecords") is not None]
+    found = [int(m["lateRecords"]) for m in observed_metrics(progress).values()
+             if m.get("lateRecords") is not None]
     if found:  # the stream helpers count every source's late records, a queue's too
         return sum(found)
     for start, end in zip(starts, ends, strict=True):
@@ -105,8 +143,8 @@ def batch_progress(progress: Mapping | str) -> BatchProgress:
     sources = progress.get("sources") or []
     ends = [parse_source_offset(i, s.get("endOffset")) for i, s in enumerate(sources)]
     starts = [parse_source_offset(i, s.get("startOffset")) for i, s in enumerate(sources)]
-    records = [int(m["records"]) for m in (progress.get("observedMetrics") or {}).values()
-               if isinstance(m, Mapping) and m.get("records") is not None]
+    records = [int(m["records"]) for m in observed_metrics(progress).values()
+               if m.get("records") is not None]
     rows = sum(records) if records else int(progress.get("numInputRows") or 0)
     marks = [s.watermark for s in ends if s.kind != "other" and s.watermark is not None]
     return BatchProgress(

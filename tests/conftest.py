@@ -70,6 +70,21 @@ def spark_master() -> Iterator[str]:
         local.down(started)
 
 
+@pytest.fixture(scope="module")
+def spark_connect(tmp_path_factory) -> Iterator[str]:
+    """A local Spark Connect server (PySpark's own, in a JVM of its own, local[2]): its
+    ``sc://`` URL. Its Python workers run this interpreter, so jetspark is installed on it.
+    One per module that asks for it, stopped after that module: its JVM does not stay for the
+    rest of the run."""
+    from jetspark.devtools.services import spark_connect as server
+    from jetspark.devtools.services.process import stop
+
+    record = server.start(tmp_path_factory.mktemp("spark-connect"))
+    yield record.endpoint
+    for process in record.processes:
+        stop(process)
+
+
 def _unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 

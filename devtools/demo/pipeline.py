@@ -93,9 +93,10 @@ def run_demo(args: argparse.Namespace) -> int:
 
     from jetspark.datasources import read_kafka_stream
     from jetspark.devtools.services import ENV_VARS, acquire
-    from jetspark.devtools.spark import local_session, output_to_log
+    from jetspark.devtools.spark import local_session, output_to_log, refuse_connect_master
     from jetspark.windowing import ops, sliding, window_aggregate
 
+    refuse_connect_master(args.master)  # before any service starts
     t_start = time.monotonic()
     if args.external:
         missing = [v for k, v in ENV_VARS.items() if k in NEEDED and not os.environ.get(v)]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from jetspark.devtools.demo.events import Record
 from jetspark.inspect.plot import plot_watermarks
+from jetspark.listener import observed_metrics
 
 WINDOW, SLIDE = "30 seconds", "10 seconds"
 
@@ -37,7 +38,7 @@ def batch_of(progress: dict, topic: str, metrics_name: str = "jetkafka") -> Batc
     """A :class:`Batch` from one ``StreamingQueryProgress`` (as a dict)."""
     end = progress["sources"][0]["endOffset"] or {}
     end = json.loads(end) if isinstance(end, str) else end  # a string in query.lastProgress
-    observed = progress.get("observedMetrics", {}).get(metrics_name, {})
+    observed = observed_metrics(progress).get(metrics_name, {})
     return Batch(progress["batchId"], int(observed.get("records") or 0),
                  int(observed.get("lateRecords") or 0), end.get("watermark"),
                  iso_ms(progress.get("eventTime", {}).get("watermark")),

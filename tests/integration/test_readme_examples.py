@@ -121,6 +121,7 @@ SETUPS: dict[str, Callable[[Context], dict[str, str]]] = {
     "jdbc-upsert": nothing,
     "windowing": nothing,
     "windowing-custom": nothing,
+    "listener-inspect": produce_positions,
 }
 
 
@@ -134,22 +135,38 @@ def _substituted(code: str, replacements: dict[str, str]) -> str:
     return code
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
-def test_readme_example(example: readme.Example, spark, kafka_bootstrap, kafka_topic, pg_dsn, pg_schema,
-                        amqp_url, rabbit_queue, tmp_path: Path):
-    ctx = Context(kafka_bootstrap, kafka_topic, amqp_url, rabbit_queue)
+def prepared_code(example: readme.Example, ctx: Context, pg_dsn: str, pg_schema: str, tmp_path: Path) -> str:
+    """The example's code after its set-up ran, with this session's endpoints and names.
+
+    Shared with tests/integration/test_spark_connect.py, which runs the same code
+    over Spark Connect."""
     replacements = {
         **SETUPS[example.name](ctx),
-        README_KAFKA: kafka_bootstrap,
+        README_KAFKA: ctx.kafka_bootstrap,
         README_PG: pg_dsn,
-        README_AMQP: amqp_url,
+        README_AMQP: ctx.amqp_url,
         README_CHECKPOINTS: f"{tmp_path}/",
         README_SCHEMA: f"{pg_schema}.",
     }
     code = _substituted(example.code, replacements)
-    ours = {m for endpoint in (kafka_bootstrap, pg_dsn, amqp_url) for m in _HOST_PORT.findall(endpoint)}
+    endpoints = (ctx.kafka_bootstrap, pg_dsn, ctx.amqp_url)
+    ours = {m for endpoint in endpoints for m in _HOST_PORT.findall(endpoint)}
     stray = set(_HOST_PORT.findall(code)) - ours
     assert not stray, f"{example.name}: endpoints the test does not replace: {stray}"
+    return code
+
+
+def check_printed(example: readme.Example, printed: str) -> None:
+    """What the example printed equals its ``<!-- expected output -->`` block, if it has one."""
+    if example.expected is not None:
+        assert printed.strip().splitlines() == example.expected.strip().splitlines(), printed
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
+def test_readme_example(example: readme.Example, spark, kafka_bootstrap, kafka_topic, pg_dsn, pg_schema,
+                        amqp_url, rabbit_queue, tmp_path: Path):
+    ctx = Context(kafka_bootstrap, kafka_topic, amqp_url, rabbit_queue)
+    code = prepared_code(example, ctx, pg_dsn, pg_schema, tmp_path)
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
@@ -158,6 +175,4 @@ def test_readme_example(example: readme.Example, spark, kafka_bootstrap, kafka_t
     finally:
         for query in spark.streams.active:  # an example that failed half-way
             query.stop()
-    printed = out.getvalue()
-    if example.expected is not None:
-        assert printed.strip().splitlines() == example.expected.strip().splitlines(), printed
+    check_printed(example, out.getvalue())

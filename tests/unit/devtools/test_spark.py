@@ -1,4 +1,7 @@
-"""``output_to_log``: where the demo sends Spark's output (no Spark needed)."""
+"""``output_to_log``: where the demo sends Spark's output; ``local_session`` and Connect URLs.
+
+No Spark needed.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import warnings
 
 import pytest
 
-from jetspark.devtools.spark import output_to_log
+from jetspark.devtools.spark import local_session, output_to_log
+from jetspark.errors import SparkConnectError
 
 
 def test_stderr_of_children_warnings_and_loggers_go_to_the_file_stdout_stays(tmp_path, capfd):
@@ -34,3 +38,20 @@ def test_an_error_inside_names_the_log_on_the_restored_stderr(tmp_path, capfd):
     with pytest.raises(RuntimeError), output_to_log(tmp_path / "spark.log"):
         raise RuntimeError("query failed")
     assert f"(Spark's log: {tmp_path / 'spark.log'})" in capfd.readouterr().err
+
+
+def test_local_session_refuses_a_spark_connect_url_saying_what_to_use():
+    with pytest.raises(SparkConnectError, match=r"'sc://127.0.0.1:15002' is a Spark Connect server.*"
+                                                r"SparkSession.builder.remote\(url\)"):
+        local_session("jetspark-demo", master="sc://127.0.0.1:15002")
+
+
+def test_the_demo_refuses_a_spark_connect_master_before_starting_any_service(capsys, monkeypatch):
+    from jetspark.devtools import cli, services
+
+    def no_services(*args, **kwargs):
+        raise AssertionError("services started for a demo that cannot run")
+
+    monkeypatch.setattr(services, "acquire", no_services)
+    assert cli.main(["demo", "--master", "sc://127.0.0.1:15002"]) == 1
+    assert "is a Spark Connect server" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jetspark.devtools.cli import main
-from jetspark.devtools.demo.report import Batch, progress_line
+from jetspark.devtools.demo.report import Batch, batch_of, progress_line
 from jetspark.inspect import Report, inspect
 from jetspark.inspect.checkpoint import (
     JETKAFKA,
@@ -23,7 +23,7 @@ from jetspark.inspect.checkpoint import (
     slowest_of,
 )
 from jetspark.inspect.services import PartitionLag, PreparedTransaction, wal_state
-from jetspark.listener import batch_progress, format_line
+from jetspark.listener import batch_progress, format_line, observed_metrics
 
 QUERY_ID = "6f1c1f9e-1111-4222-8333-444455556666"
 T = 1_767_225_600_000  # 2026-01-01 00:00:00 UTC
@@ -332,3 +332,42 @@ def test_demo_progress_line_keeps_its_layout_with_the_slowest_partition():
                     "p0 +140.0s  p1 +95.0s  p3 +90.0s idle")
     assert progress_line(b, T) == ("  batch  3:    250 rows, 1 late | W +95.0s | "
                                    "p0 +140.0s  p1 +95.0s  p3 +90.0s idle")
+
+
+# Over Spark Connect the server's progress JSON gives each observed metric set as values and a
+# schema (captured from PySpark 4.3's Connect server), and the client's progress objects keep it.
+CONNECT_JETKAFKA = {"values": [70, 3, T + 5000], "schema": {"type": "struct", "fields": [
+    {"name": "records", "type": "long", "nullable": False, "metadata": {}},
+    {"name": "lateRecords", "type": "long", "nullable": False, "metadata": {}},
+    {"name": "watermark", "type": "timestamp", "nullable": True, "metadata": {}}]}}
+
+
+def test_observed_metrics_read_alike_over_spark_connect_and_classic():
+    from pyspark.sql.streaming.listener import StreamingQueryProgress
+
+    classic = _progress(4, as_text=True)
+    connect = {**classic, "observedMetrics": {"jetkafka": CONNECT_JETKAFKA}}
+    expected = {"records": 70, "lateRecords": 3}
+    assert {k: observed_metrics(classic)["jetkafka"][k] for k in expected} == expected
+    for form in (connect, json.dumps(connect)):
+        assert observed_metrics(form) == {"jetkafka": {**expected, "watermark": "2026-01-01 00:00:05.000"}}
+    # what query.lastProgress and a listener event hold over Connect: Row(values, schema)
+    as_connect_client_has_it = StreamingQueryProgress.fromJson(
+        {**connect, "id": "3f1e3c9e-1b7a-4c42-9a55-0d3c2b9d6a11",
+         "runId": "9d5f0b6e-8a77-4f3e-b1c2-7e4a5d6c8b90", "timestamp": "x", "batchDuration": 1,
+         "durationMs": {}, "stateOperators": [],
+         "sources": [], "sink": {"description": "s", "numOutputRows": 0, "metrics": {}},
+         "inputRowsPerSecond": 0.0, "processedRowsPerSecond": 0.0})
+    with pytest.raises(Exception):  # noqa: B017 - PySpark's own reading, which the helper replaces
+        as_connect_client_has_it["observedMetrics"]["jetkafka"]["records"]
+    assert observed_metrics(as_connect_client_has_it)["jetkafka"]["records"] == 70
+    b = batch_progress(connect)
+    assert (b.rows, b.late) == (70, 3)
+
+
+def test_demo_batch_reads_observed_metrics_in_either_form():
+    classic = _progress(4, as_text=True)
+    connect = {**classic, "observedMetrics": {"jetkafka": CONNECT_JETKAFKA}}
+    for form in (classic, connect):
+        b = batch_of(form, "t")
+        assert (b.batch_id, b.rows, b.late) == (4, 70, 3)

@@ -1,0 +1,72 @@
+"""A local Spark Connect server from the pyspark installation, for tests and trials.
+
+PySpark's own server (``org.apache.spark.sql.connect.service.SparkConnectServer``, what
+``sbin/start-connect-server.sh`` runs) started with ``spark-submit`` on 127.0.0.1, in a
+JVM of its own: clients reach it as ``sc://127.0.0.1:<port>`` and share nothing with it
+but the network, as with a remote server. Its Python workers run this interpreter
+(``PYSPARK_PYTHON`` in the server's environment), so jetspark's formats and windows are
+installed on the server (README, "Spark Connect").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from jetspark.devtools.services.process import ensure_port_free, free_port, port_open, spawn, wait_ready
+from jetspark.devtools.services.registry import ServiceRecord
+from jetspark.devtools.services.spark_cluster import spark_home
+from jetspark.devtools.spark import ROCKSDB_PROVIDER
+from jetspark.errors import ServiceError
+
+NAME = "spark-connect"
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+# The server's side of what jetspark's queries need: RocksDB state for the windows, UTC.
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+    "spark.sql.session.timeZone": "UTC",
+    "spark.python.worker.reuse": "true",
+    "spark.driver.memory": "1g",
+}
+
+
+def start(
+    data_dir: Path,
+    ports: dict[str, int] | None = None,
+    *,
+    master: str = "local[2]",
+    conf: Mapping[str, str] | None = None,
+) -> ServiceRecord:
+    """Start the server; ready when its gRPC port accepts connections. Endpoint ``sc://…``."""
+    ports = ports or {"grpc": free_port()}
+    ensure_port_free(ports["grpc"], NAME)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    settings = {
+        **DEFAULT_CONF,
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(ports["grpc"]),
+        "spark.sql.warehouse.dir": str(data_dir / "warehouse"),
+        **(conf or {}),
+    }
+    argv = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS,
+            "--name", "jetspark Spark Connect server", "--master", master]
+    for key, value in settings.items():
+        argv += ["--conf", f"{key}={value}"]
+    # The environment variable, not spark.pyspark.python: PySpark 4.3's Connect planner runs the
+    # Python functions of Connect clients (the windows' stages) with $PYSPARK_PYTHON only.
+    env = {"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    server = spawn(argv, log=data_dir / "server.log", env=env, cwd=data_dir)
+
+    def listening() -> None:
+        if not port_open(ports["grpc"]):
+            raise ServiceError(f"{NAME}: port {ports['grpc']} not open yet")
+
+    wait_ready(NAME, server, listening, timeout_s=180)
+    return ServiceRecord(NAME, f"sc://127.0.0.1:{ports['grpc']}", str(data_dir), dict(ports), (server,))

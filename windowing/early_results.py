@@ -11,8 +11,12 @@ What is emitted: docs/design.md, "Early results".
 
 from __future__ import annotations
 
+import datetime as dt
+
 from pyspark.sql.types import BooleanType, StructField, StructType
 
+from jetspark.errors import OptionError
+from jetspark.options import parse_duration_ms
 from jetspark.windowing.aggregate_operation import AggregateError
 from jetspark.windowing.combine_to_window import FINAL
 from jetspark.windowing.definitions import Duration, WindowDefinitionError, duration_us
@@ -26,14 +30,17 @@ def early_results_us(value: Duration | None) -> int | None:
     """The ``early_results`` period in µs (0: every micro-batch), None when not asked for."""
     if value is None:
         return None
-    if value == 0 or (isinstance(value, str) and value.strip() in ("0", "0ms", "0s")):
-        return 0
     try:
+        if isinstance(value, str) and parse_duration_ms(value, option="early_results") == 0:
+            return 0
+        if isinstance(value, int | float | dt.timedelta) and not isinstance(value, bool) and not value:
+            return 0
         return duration_us(value, "early_results")
-    except WindowDefinitionError as e:
+    except (WindowDefinitionError, OptionError) as e:
         raise AggregateError(
-            f"early_results: {e}; accepted: None (final rows only), or the period of provisional "
-            f"rows, a duration >= 0 such as '10 seconds', '500ms' (0: every micro-batch)") from None
+            f"early_results: got {value!r} ({e}); accepted: None (final rows only), or the period of "
+            f"provisional rows, a duration >= 0 such as '10 seconds', '500ms' (0: every micro-batch)"
+        ) from None
 
 
 def is_due(period_us: int, last_ms: int | None, now_ms: int) -> bool:

@@ -49,7 +49,7 @@ def _s(ts) -> int:
 def test_the_period_is_a_duration_of_zero_or_more_and_a_bad_one_names_the_parameter() -> None:
     assert early_results_us(None) is None
     assert early_results_us("10 seconds") == 10 * SEC
-    assert early_results_us(0) == 0 and early_results_us("0") == 0
+    assert early_results_us(0) == 0 and early_results_us("0") == 0 and early_results_us("0 seconds") == 0
     assert early_results_us(500) == 500_000  # a number is milliseconds, as for windows
     for bad in ("soon", -5, True):
         with pytest.raises(AggregateError, match="early_results") as e:

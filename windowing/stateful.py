@@ -12,7 +12,8 @@ partition, bucket) holding the Arrow IPC bytes of its partial table (see :mod:`.
 so Spark does not hand every (key, frame) cell to the function as a pandas row. A bucket
 is woken by new partials or by an event-time timer set at the end of its next window to
 close; it emits a window when the watermark reaches the window's end (watermark >= end,
-as Spark's ``window()`` in append mode).
+as Spark's ``window()`` in append mode). With early results a bucket also emits its open
+windows that changed as provisional rows when its period is due (:mod:`.early_results`).
 
 Two adapters with the same semantics. With a handful of calls per micro-batch the
 per-call cost no longer matters: measured end to end (``bench/bench_windowing.py``, 2 M

@@ -121,6 +121,7 @@ SETUPS: dict[str, Callable[[Context], dict[str, str]]] = {
     "jdbc-upsert": nothing,
     "windowing": nothing,
     "windowing-custom": nothing,
+    "early-results": produce_positions,
 }
 
 

@@ -159,7 +159,7 @@ def test_sessions_upserted_by_start_end_as_their_final_rows(spark, files, tmp_pa
 
 
 def test_upserts_with_exactly_once_survive_a_kill_between_provisional_and_final_rows(
-        files, tmp_path, pg_dsn, pg_schema):
+        spark, files, tmp_path, pg_dsn, pg_schema):
     folder, batches = files
     table = f"{pg_schema}.windows"
     args = [pg_dsn, table, str(tmp_path / "ck"), str(folder)]
@@ -178,3 +178,13 @@ def test_upserts_with_exactly_once_survive_a_kill_between_provisional_and_final_
     assert all(r[5] for r in rows), "a provisional row is the last word of its window"
     assert {(k, s, e): n for k, s, e, n, _, _ in rows} == {w: r["n"] for w, r in expected.items()}
     assert len(rows) == len(expected)  # one row per window
+    # finalColumn: a stray provisional row (and a second final one) of a final window changes nothing
+    k, start, end, n, _, _ = rows[0]
+    stale = spark.createDataFrame(
+        [(k, dt.datetime.fromtimestamp(start / SEC, dt.UTC), dt.datetime.fromtimestamp(end / SEC, dt.UTC),
+          n - 1, 0.0, final) for final in (False, True)],
+        "k string, window_start timestamp, window_end timestamp, n bigint, s double, final boolean")
+    for row in (stale.where("NOT final"), stale.where("final")):
+        (row.write.format("jetjdbc").option("url", pg_dsn).option("table", table).option("commit", "upsert")
+         .option("keys", "k,window_start").option("finalColumn", "final").mode("append").save())
+    assert _table_rows(pg_dsn, pg_schema, "windows") == rows

@@ -4,7 +4,8 @@
 
 One file per micro-batch (columns k, ts, x, y, watermark, heartbeat); 10-second tumbling
 windows with a provisional row every micro-batch (``early_results=0``), upserted by
-(k, window_start) with ``guarantee=exactly-once``.
+(k, window_start) with ``guarantee=exactly-once``; a stored final row is not updated again
+(``finalColumn``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def main() -> None:
                                aggs={"n": ops.count(), "s": ops.sum_("x")}, buckets=2, early_results=0)
     query = (windows.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
              .option("guarantee", "exactly-once").option("commit", "upsert")
-             .option("keys", "k,window_start").option("createTable", "true")
+             .option("keys", "k,window_start").option("finalColumn", "final").option("createTable", "true")
              .option("checkpointLocation", checkpoint).start())
     try:
         query.processAllAvailable()

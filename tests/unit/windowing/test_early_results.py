@@ -172,3 +172,13 @@ def test_in_order_data_provisional_counts_never_exceed_the_final_which_equals_th
                 fs == start if not plan.is_session else fs <= start and end <= fe)]
             assert i < j, "a provisional row after its window's final row"
             assert n <= final_n, "a provisional count above the final count"
+
+
+def test_a_key_or_aggregate_called_final_clashes_with_the_final_column() -> None:
+    from pyspark.sql.types import StructType
+
+    from jetspark.windowing.early_results import with_final_column
+
+    assert with_final_column(StructType(), ["k", "n"]).fieldNames() == [FINAL]
+    with pytest.raises(AggregateError, match=r"'final'.*rename it"):
+        with_final_column(StructType(), ["k", "final"])

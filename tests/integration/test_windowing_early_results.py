@@ -15,7 +15,15 @@ from pyspark.errors import StreamingQueryException
 from jetspark.windowing import STATE_APIS, ops, session, sliding, tumbling, window_aggregate
 from jetspark.windowing.reference import reference_windows
 from tests.faults_harness import run_script
-from tests.integration.test_windowing_spark import SEC, _us, events_of, heartbeat, make_batches, write_batch
+from tests.integration.test_windowing_spark import (
+    BASE_US,
+    SEC,
+    _us,
+    events_of,
+    heartbeat,
+    make_batches,
+    write_batch,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -102,6 +110,34 @@ def test_provisional_rows_come_before_one_final_row_equal_to_the_reference(spark
     assert sorted(replayed) == [last]
     assert sorted((_window(r), r["n"], r["final"]) for r in replayed[last]) == sorted(
         (_window(r), r["n"], r["final"]) for r in by_batch[last])
+
+
+def test_a_replayed_batch_emits_the_same_provisional_rows(spark, tmp_path):
+    """A micro-batch run again after a crash (its commit removed) emits the same provisional
+    rows: they follow from the restored state (and the batch's time in Spark's offset log)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i, secs in enumerate(([1, 2, 3, 11], [4, 12, 13])):  # W stays at 0 s: no closing batch
+        n = 2 * len(secs)
+        ts = [BASE_US + t * SEC for t in secs for _ in "ab"]
+        write_batch(folder, i, {"k": ["a", "b"] * len(secs), "ts": ts, "x": [1.0] * n, "y": [0.0] * n,
+                                "watermark": [BASE_US] * n, "heartbeat": [False] * n})
+
+    def build(src):
+        return window_aggregate(src, key="k", time="ts", window=tumbling("10 seconds"), aggs=AGGS, buckets=2,
+                                early_results="0 seconds")
+
+    by_batch = _run(spark, folder, build, tmp_path / "ck")
+    assert sorted(by_batch) == [0, 1]
+    rows = sorted((_window(r), r["n"], r["final"]) for r in by_batch[1])
+    first, second = (BASE_US, BASE_US + 10 * SEC), (BASE_US + 10 * SEC, BASE_US + 20 * SEC)
+    assert rows == [(("a", *first), 4, False), (("a", *second), 3, False),
+                    (("b", *first), 4, False), (("b", *second), 3, False)]
+    for name in ("1", ".1.crc"):
+        (tmp_path / "ck" / "commits" / name).unlink(missing_ok=True)
+    replayed = _run(spark, folder, build, tmp_path / "ck")
+    assert sorted(replayed) == [1]
+    assert sorted((_window(r), r["n"], r["final"]) for r in replayed[1]) == rows
 
 
 def test_without_early_results_the_schema_has_no_final_column_and_a_static_frame_is_all_final(spark):

@@ -30,6 +30,14 @@ retained state at the same input rate). ``--shuffle-partitions`` sets Spark's
 
     .venv/bin/python bench/bench_live.py --cases tumbling-1s,sliding-4s-1s --repeat 3
 
+``--early-results PERIOD`` measures windows while they fill instead: jetspark runs with
+``window_aggregate(…, early_results=PERIOD)`` (provisional and final rows, appended by the
+two-phase sink) and Spark with ``outputMode("update")`` (every updated window, appended by
+``foreachBatch``). Per run: the rows written per second, and how soon a window first shows
+in the table (``min(written_at) − window_start``; its first events carry about that event
+time, so this is how soon an event shows in a row), over the windows starting in the
+steady part.
+
 Runs alternate between the contenders (order reversed every other repetition); the
 median over runs is the headline figure, and the load average is printed with it. A
 report (JSON) is written to ``bench/reports/``.
@@ -108,7 +116,8 @@ def make_table(dsn: str, table: str) -> None:
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"CREATE TABLE {table} (key text, window_start timestamptz, window_end timestamptz, "
-                     "n bigint, total double precision, written_at timestamptz DEFAULT clock_timestamp())")
+                     "n bigint, total double precision, final boolean, "
+                     "written_at timestamptz DEFAULT clock_timestamp())")
 
 
 def latencies(dsn: str, table: str, lo: float, hi: float) -> list[float]:
@@ -117,8 +126,25 @@ def latencies(dsn: str, table: str, lo: float, hi: float) -> list[float]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
             f"SELECT extract(epoch FROM written_at - window_end) FROM {table} "
-            "WHERE window_end >= to_timestamp(%s) AND window_end <= to_timestamp(%s)", (lo, hi)).fetchall()
+            "WHERE window_end >= to_timestamp(%s) AND window_end <= to_timestamp(%s) "
+            "AND final IS NOT FALSE", (lo, hi)).fetchall()  # final rows (jetspark's early results)
     return [float(r[0]) for r in rows]
+
+
+def first_seen(dsn: str, table: str, lo: float, hi: float) -> tuple[list[float], int]:
+    """Per window starting in [lo, hi]: its first row's ``written_at − window_start`` (s); and
+    the rows written in [lo, hi]."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            f"SELECT extract(epoch FROM min(written_at) - window_start) FROM {table} "
+            "WHERE window_start >= to_timestamp(%s) AND window_start <= to_timestamp(%s) "
+            "GROUP BY key, window_start", (lo, hi)).fetchall()
+        written = conn.execute(
+            f"SELECT count(*) FROM {table} "
+            "WHERE written_at >= to_timestamp(%s) AND written_at <= to_timestamp(%s)", (lo, hi)).fetchone()[0]
+    return [float(r[0]) for r in rows], int(written)
 
 
 def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
@@ -134,6 +160,8 @@ def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, tabl
                         F.get_json_object(F.col("value").cast("string"), "$.v").cast("double").alias("v"),
                         "watermark", "heartbeat")
     extra = {"state_api": args.state_api} | ({"buckets": args.buckets} if args.buckets else {})
+    if args.early_results:
+        extra["early_results"] = args.early_results
     windows = window_aggregate(events, key="key", time="timestamp",
                                window=sliding(f"{case.size_s} seconds", f"{case.slide_s} seconds"),
                                aggs={"n": ops.count(), "total": ops.sum_("v")}, **extra)
@@ -141,7 +169,7 @@ def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, tabl
             .option("guarantee", "exactly-once").option("checkpointLocation", ck).start())
 
 
-def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, _args):
+def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
     from pyspark.sql import functions as F
 
     src = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
@@ -160,7 +188,8 @@ def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
     def append(batch, _batch_id):
         batch.write.jdbc(jdbc_url, table, mode="append", properties=props)
 
-    return windows.writeStream.foreachBatch(append).option("checkpointLocation", ck).start()
+    mode = "update" if args.early_results else "append"
+    return windows.writeStream.outputMode(mode).foreachBatch(append).option("checkpointLocation", ck).start()
 
 
 STARTERS = {"jetspark": jetspark_query, "spark": spark_query}
@@ -190,6 +219,7 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
         stopped = time.time()
         lo, hi = started + args.warmup, stopped - case.size_s - 3
         lat = latencies(dsn, table, lo, hi)
+        seen, written = first_seen(dsn, table, lo, stopped - 3) if args.early_results else ([], 0)
     finally:
         query.stop()
         producer.stop_event.set()
@@ -197,8 +227,10 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
         admin.delete_topics([topic])
     steady = [p for p in query.recentProgress
               if _epoch(p["timestamp"]) >= started + args.warmup and _epoch(p["timestamp"]) <= stopped]
+    early = ({"first_seen": _dist(seen), "rows_per_s": written / max(stopped - 3 - lo, 1e-9)}
+             if args.early_results else {})
     return {"contender": contender, "case": case.name, "windows": len(lat),
-            "latency": _dist(lat), "batches": len(steady),
+            "latency": _dist(lat), "batches": len(steady), **early,
             "batch_ms": _median([p["durationMs"].get("triggerExecution", 0) for p in steady]),
             "breakdown_ms": {k: _median([p["durationMs"].get(k, 0) for p in steady]) for k in DURATION_KEYS},
             "state_ms": _state(steady), "rows_per_batch": _median([p["numInputRows"] for p in steady])}
@@ -242,6 +274,8 @@ def main() -> None:
     p.add_argument("--state-api", default="transformWithStateInPandas", help="window_aggregate's state_api")
     p.add_argument("--buckets", type=int, default=None, help="window_aggregate's buckets")
     p.add_argument("--conf", action="append", default=[], help="KEY=VALUE: a Spark setting for both")
+    p.add_argument("--early-results", default=None,
+                   help="PERIOD: jetspark's early_results against Spark's update output mode")
     args = p.parse_args()
 
     from jetspark.devtools.maven import POSTGRES_JDBC, SPARK_KAFKA, spark_jars_conf
@@ -265,11 +299,19 @@ def main() -> None:
                     r = one_run(spark, endpoints, contender, case, args, workdir)
                     results.append(r)
                     lat = r["latency"]
+                    if args.early_results:
+                        seen = r["first_seen"]
+                        print(f"{case.name:20s} run {i + 1} {contender:8s} first seen "
+                              f"p50 {seen['p50']:.2f} s p99 {seen['p99']:.2f} s | "
+                              f"{r['rows_per_s']:.0f} rows/s | batch {r['batch_ms']:.0f} ms "
+                              f"({r['batches']} batches)", flush=True)
+                        continue
                     print(f"{case.name:20s} run {i + 1} {contender:8s} latency p50 {lat['p50']:.2f} s "
                           f"p99 {lat['p99']:.2f} s max {lat['max']:.2f} s | batch {r['batch_ms']:.0f} ms "
                           f"({r['batches']} batches, {r['rows_per_batch']:.0f} rows) | "
                           f"{json.dumps(r['breakdown_ms'])} state {json.dumps(r['state_ms'])}", flush=True)
-        summary = _summary(results, chosen, contenders)
+        summary = (_early_summary(results, chosen, contenders) if args.early_results
+                   else _summary(results, chosen, contenders))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     load = os.getloadavg()
@@ -296,6 +338,24 @@ def _summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> 
             diff = a["batch_ms"] - b["batch_ms"]
             print(f"  {case.name:20s} spark/jetspark latency p50 {b['p50'] / a['p50']:.2f}x "
                   f"p99 {b['p99'] / a['p99']:.2f}x; batch jetspark − spark {diff:+.0f} ms")
+        out[case.name] = row
+    return out
+
+
+def _early_summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> dict:
+    out: dict = {}
+    print("\nmedians of the runs (early results):")
+    for case in chosen:
+        row = {}
+        for c in contenders:
+            runs = [r for r in results if r["case"] == case.name and r["contender"] == c]
+            row[c] = {"first_seen_p50": _median([r["first_seen"]["p50"] for r in runs]),
+                      "first_seen_p99": _median([r["first_seen"]["p99"] for r in runs]),
+                      "rows_per_s": _median([r["rows_per_s"] for r in runs]),
+                      "batch_ms": _median([r["batch_ms"] for r in runs])}
+            print(f"  {case.name:20s} {c:8s} first seen p50 {row[c]['first_seen_p50']:.2f} s  "
+                  f"p99 {row[c]['first_seen_p99']:.2f} s  {row[c]['rows_per_s']:.0f} rows/s  "
+                  f"batch {row[c]['batch_ms']:.0f} ms")
         out[case.name] = row
     return out
 

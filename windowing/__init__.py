@@ -9,6 +9,7 @@ window policy (frame arithmetic only); :mod:`.accumulate_by_frame` is stage 1 (e
 per-(key, frame) partials), :mod:`.combine_to_window` stage 2 (frames → windows, by
 combine and deduct: :mod:`.sliding_scan`; sessions: :mod:`.sessions`); :mod:`.partials`
 holds the partial tables exchanged between them and kept in state (:mod:`.stateful`);
+:mod:`.early_results` the period of provisional rows (``early_results``);
 :mod:`.kernels` the vectorized accumulator kernels; :mod:`.plan` the compiled query.
 """
 

@@ -19,6 +19,12 @@ its end; the DataFrame must carry a watermark (``withWatermark`` on the source's
 ``watermark`` column). Heartbeat rows (column ``heartbeat`` true) are dropped. On a
 static DataFrame every window is returned.
 
+With ``early_results="10 seconds"`` a streaming query also shows windows while they fill:
+at most once per that period of processing time, each key's open windows that changed
+since their last emission are emitted as provisional rows; a boolean column ``final``
+tells them (false) from the one final row of each window (true), emitted when the
+watermark passes its end as without early results (docs/design.md, "Early results").
+
 Rows whose event time is null belong to no window (as with Spark's ``window()`` and
 ``session_window()``) and are counted: a streaming query reports them per micro-batch as
 the observed metric ``jetspark_null_event_time`` (``{"rows": n}`` in
@@ -29,6 +35,7 @@ the observed metric ``jetspark_null_event_time`` (``{"rows": n}`` in
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Observation
@@ -48,7 +55,8 @@ from jetspark.columns import HEARTBEAT, TIMESTAMP_TYPE
 from jetspark.windowing.accumulate_by_frame import BLOB, CARRIED_WM, stage1_function
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
 from jetspark.windowing.combine_to_window import WINDOW_END, WINDOW_START, output_schema_fields, step
-from jetspark.windowing.definitions import WindowDefinition
+from jetspark.windowing.definitions import Duration, WindowDefinition
+from jetspark.windowing.early_results import FINAL, early_results_us, with_final_column
 from jetspark.windowing.native import native_partial_fields, native_result
 from jetspark.windowing.plan import BUCKET, FRAME, Plan
 from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
@@ -77,6 +85,7 @@ def window_aggregate(
     state_api: str = STATE_APIS[0],
     engine: str = "auto",
     observation: Observation | str | None = None,
+    early_results: Duration | None = None,
 ) -> DataFrame:
     """Aggregate ``df`` per key over sliding, tumbling or session windows of ``time``.
 
@@ -93,10 +102,17 @@ def window_aggregate(
     once the result is computed; streaming: the name of the observed metric in the query's
     progress (default ``jetspark_null_event_time``; two window aggregations in one query
     need two names). Warns once when Spark's Python workers would run an interpreter without
-    jetspark (:mod:`jetspark.worker_python`).
+    jetspark (:mod:`jetspark.worker_python`). ``early_results``: the period (a duration;
+    0: every micro-batch) of provisional rows of open windows, told apart by a boolean
+    ``final`` column; None (the default): final rows only and no ``final`` column (a static
+    DataFrame's windows are all final). See :mod:`.early_results`.
     """
     warn_if_workers_lack_jetspark(df.sparkSession)
+    period_us = early_results_us(early_results)
     plan, heartbeat, partial_fields, out_schema = _prepare(df, key, time, window, aggs, deduct, engine)
+    if period_us is not None:
+        out_schema = with_final_column(out_schema, [*plan.keys, *plan.names])
+        plan = replace(plan, early_results_us=period_us)
     if state_api not in STATE_APIS:
         raise AggregateError(f"state_api must be one of {STATE_APIS}, got {state_api!r}")
     if not isinstance(buckets, int) or buckets < 1:
@@ -111,8 +127,12 @@ def window_aggregate(
 
     src_cols = list(plan.input_columns)
     if not df.isStreaming:
+        if period_us is not None:  # every window of a static DataFrame is final
+            plan = replace(plan, early_results_us=None)
+            out_schema = StructType(out_schema.fields[:-1])
         stages = _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine, observation)
-        return stages["output"]
+        out = stages["output"]
+        return out if period_us is None else out.withColumn(FINAL, F.lit(True))
 
     wm_col, delay_ms = _event_time_watermark(df)
     for extra in (wm_col, heartbeat):

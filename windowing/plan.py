@@ -25,6 +25,9 @@ FRAME = "__frame"
 START = "__start"
 END = "__end"
 BUCKET = "__bucket"
+#: State-only column of early results: the cell (or session) changed since its windows'
+#: last provisional emission (docs/design.md, "Early results").
+CHANGED = "__changed"
 
 
 
@@ -39,6 +42,7 @@ class Plan:
     ops: tuple[AggregateOperation, ...]
     use_deduct: bool = True
     columns: tuple[tuple[str, ...], ...] = ()
+    early_results_us: int | None = None  # the period of provisional rows; None: final rows only
 
     @staticmethod
     def build(
@@ -47,6 +51,7 @@ class Plan:
         window: WindowDefinition,
         aggs: Mapping[str, AggregateOperation],
         use_deduct: bool = True,
+        early_results_us: int | None = None,
     ) -> Plan:
         keys_t = (keys,) if isinstance(keys, str) else tuple(keys)
         if not keys_t:
@@ -70,12 +75,17 @@ class Plan:
                     key = (f.shared, f.kind, op.inputs)
                     names.append(shared.setdefault(key, f"__s{len(shared)}_{f.shared}"))
             columns.append(tuple(names))
-        return Plan(keys_t, time, window, tuple(aggs), ops, use_deduct, tuple(columns))
+        return Plan(keys_t, time, window, tuple(aggs), ops, use_deduct, tuple(columns), early_results_us)
 
     # --- names ----------------------------------------------------------------------------
     def field_columns(self, i: int) -> tuple[str, ...]:
         """Column names of op ``i``'s fields in partial tables (shared fields stored once)."""
         return self.columns[i]
+
+    @property
+    def early(self) -> bool:
+        """Whether open windows are also emitted as provisional rows (``early_results``)."""
+        return self.early_results_us is not None
 
     @property
     def is_session(self) -> bool:

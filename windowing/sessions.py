@@ -21,16 +21,18 @@ def merge_sessions(
     kc: np.ndarray,
     start: np.ndarray,
     end: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Acc]]:
+    changed: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Acc], np.ndarray | None]:
     """Merge overlapping (partial) sessions per key.
 
-    Returns (first source row of each merged session, key code, start, end, accs), sorted
-    by key code then start.
+    Returns (first source row of each merged session, key code, start, end, accs, changed),
+    sorted by key code then start; ``changed`` (early results: a flag per input session) is
+    true for a merged session when any of its parts was, None when not given.
     """
     n = len(kc)
     if n == 0:
         z = np.zeros(0, np.int64)
-        return z, z, z, z, [op.create(0) for op in ops]
+        return z, z, z, z, [op.create(0) for op in ops], None if changed is None else np.zeros(0, bool)
     order = np.lexsort((start, kc))
     kc, start, end = kc[order], start[order], end[order]
     reach = pd.Series(end).groupby(kc).cummax().to_numpy()
@@ -40,7 +42,8 @@ def merge_sessions(
     ng = len(heads)
     s_end = np.maximum.reduceat(end, heads)
     merged = [reduce_groups(op, take(acc, order), gid, ng) for op, acc in zip(ops, accs, strict=True)]
-    return order[heads], kc[heads], start[heads], s_end, merged
+    flags = None if changed is None else np.logical_or.reduceat(changed[order], heads)
+    return order[heads], kc[heads], start[heads], s_end, merged, flags
 
 
 def event_sessions(

@@ -12,7 +12,8 @@ partition, bucket) holding the Arrow IPC bytes of its partial table (see :mod:`.
 so Spark does not hand every (key, frame) cell to the function as a pandas row. A bucket
 is woken by new partials or by an event-time timer set at the end of its next window to
 close; it emits a window when the watermark reaches the window's end (watermark >= end,
-as Spark's ``window()`` in append mode).
+as Spark's ``window()`` in append mode). With early results a bucket also emits its open
+windows that changed as provisional rows when its period is due (:mod:`.early_results`).
 
 Two adapters with the same semantics. With a handful of calls per micro-batch the
 per-call cost no longer matters: measured end to end (``bench/bench_windowing.py``, 2 M
@@ -26,12 +27,14 @@ query need many more buckets.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pandas as pd
 import pyarrow as pa
 
 from jetspark.windowing.combine_to_window import StepResult, empty_output, step
+from jetspark.windowing.early_results import EARLY_KEY, is_due
 from jetspark.windowing.partials import dump_table, load_table, schema_metadata, unpack_partials
 from jetspark.windowing.plan import Plan
 
@@ -55,25 +58,40 @@ class _Core:
         self.key_types = key_types
 
     def run(
-        self, blob: bytes | None, emitted_ms: int | None, partials: pa.Table | None, wm_ms: int
+        self, blob: bytes | None, emitted_ms: int | None, partials: pa.Table | None, wm_ms: int,
+        now_ms: int | None = None,
     ) -> tuple[StepResult | None, bytes | None, int | None]:
         """One step: (its result, the new state blob or None, the bucket's next timer or None).
 
         The timer is also written into the blob (:data:`TIMER_KEY`), so the next call knows
-        which timer the bucket holds without asking Spark for it."""
-        state = _without_timer(load_table(blob)) if blob else None
+        which timer the bucket holds without asking Spark for it. ``now_ms``: the processing
+        time that early results compare with the bucket's last provisional emission (Spark's
+        batch time; the wall clock when None), written into the blob (:data:`EARLY_KEY`)
+        when this step emits provisional rows."""
+        table = load_table(blob) if blob else None
+        meta = (table.schema.metadata or {}) if table is not None else {}
+        state = _without_records(table) if table is not None else None
+        last_early = int(meta[EARLY_KEY]) if EARLY_KEY in meta else None
+        due = False
+        if self.plan.early:
+            now_ms = int(time.time() * 1000) if now_ms is None or now_ms < 0 else now_ms
+            due = is_due(self.plan.early_results_us, last_early, now_ms)
         res = step(
             self.plan,
             state,
             partials,
             None if emitted_ms is None else emitted_ms * 1000,
             wm_ms * 1000,
+            early_due=due,
         )
         new_blob = timer = None
         if res is not None and res.state is not None and res.state.num_rows:
             timer = _timer_ms(res.next_close_us, wm_ms)
-            meta = None if timer is None else {TIMER_KEY: str(timer).encode()}
-            new_blob = dump_table(res.state, metadata=meta)
+            records = {} if timer is None else {TIMER_KEY: str(timer).encode()}
+            early = now_ms if res.provisional_rows else last_early
+            if early is not None:
+                records[EARLY_KEY] = str(early).encode()
+            new_blob = dump_table(res.state, metadata=records or None)
         return res, new_blob, timer
 
     def output(self, res: StepResult | None) -> Iterator[pd.DataFrame]:
@@ -82,11 +100,13 @@ class _Core:
             yield out.to_pandas()
 
 
-def _without_timer(table: pa.Table) -> pa.Table:
+def _without_records(table: pa.Table) -> pa.Table:
+    """The partial table without the bucket's records (timer, last early emission)."""
     meta = table.schema.metadata
-    if not meta or TIMER_KEY not in meta:
+    if not meta or not ({TIMER_KEY, EARLY_KEY} & meta.keys()):
         return table
-    return table.replace_schema_metadata({k: v for k, v in meta.items() if k != TIMER_KEY} or None)
+    return table.replace_schema_metadata(
+        {k: v for k, v in meta.items() if k not in (TIMER_KEY, EARLY_KEY)} or None)
 
 
 def stored_timers(blob: bytes | None) -> set[int] | None:
@@ -108,7 +128,7 @@ def pandas_with_state_function(plan: Plan, partial_schema: pa.Schema, key_types:
         partials = None if state.hasTimedOut else unpack_partials(frames, core.partial_schema)
         blob, emitted = (state.get[0], state.get[1]) if state.exists else (None, None)
         wm = state.getCurrentWatermarkMs()
-        res, new_blob, timer = core.run(blob, emitted, partials, wm)
+        res, new_blob, timer = core.run(blob, emitted, partials, wm, state.getCurrentProcessingTimeMs())
         if new_blob is None:
             if state.exists:
                 state.remove()
@@ -133,7 +153,7 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
             self.value = handle.getValueState("bucket", STATE_DDL)
 
         def _run(
-            self, partials: pa.Table | None, wm: int, firing: int | None = None
+            self, partials: pa.Table | None, wm: int, now: int, firing: int | None = None
         ) -> Iterator[pd.DataFrame]:
             """One step; afterwards the bucket has exactly one timer (its next close) or none.
 
@@ -146,7 +166,7 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
             registered = stored_timers(blob)
             if registered is None:
                 registered = set(self.handle.listTimers())
-            res, new_blob, timer = core.run(blob, emitted, partials, wm)
+            res, new_blob, timer = core.run(blob, emitted, partials, wm, now)
             for t in registered - {timer, firing}:
                 self.handle.deleteTimer(t)
             if new_blob is None:
@@ -159,11 +179,13 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
 
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)
-            yield from self._run(unpack_partials(rows, core.partial_schema), wm)
+            now = timerValues.getCurrentProcessingTimeInMs()  # the batch's time, also with EventTime
+            yield from self._run(unpack_partials(rows, core.partial_schema), wm, now)
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)
-            yield from self._run(None, wm, expiredTimerInfo.getExpiryTimeInMs())
+            now = timerValues.getCurrentProcessingTimeInMs()
+            yield from self._run(None, wm, now, expiredTimerInfo.getExpiryTimeInMs())
 
         def close(self) -> None:
             pass

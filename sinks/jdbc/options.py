@@ -33,8 +33,8 @@ COMMITS = SinkCommits(
     needs={UPSERT: "and option 'keys'"})
 
 DEFAULT_MARKER_TABLE = "jetspark_sink_markers"
-KNOWN = ("url", "table", "dbtable", "user", "password", "guarantee", "commit", "keys", "sinkId",
-         "createTable", "markerTable", *SPARK_WRITER_OPTIONS)
+KNOWN = ("url", "table", "dbtable", "user", "password", "guarantee", "commit", "keys", "finalColumn",
+         "sinkId", "createTable", "markerTable", *SPARK_WRITER_OPTIONS)
 
 _IDENT = r'(?:"(?:[^"]|"")+"|[^".\s]+)'
 _QUALIFIED_RE = re.compile(rf"^\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*$")
@@ -85,6 +85,7 @@ class JdbcSinkOptions:
     sink_id: str | None
     create_table: bool
     marker_table: TableName
+    final_column: str | None = None
 
     @property
     def where(self) -> str:
@@ -130,6 +131,13 @@ class JdbcSinkOptions:
         if commit == UPSERT and not keys:
             raise OptionError("keys", keys_text,
                               "the key columns of the upsert (required with commit=upsert)")
+        final_column = opts.string("finalColumn")
+        if final_column is not None:
+            final_column = final_column.strip()
+            if commit != UPSERT or not final_column or final_column in keys:
+                raise OptionError("finalColumn", final_column,
+                                  "the name of a boolean column that is not a key, with commit=upsert: "
+                                  "a stored row whose value is true is never updated again")
         sink_id = opts.string("sinkId")
         if sink_id is not None and not SINK_ID_RE.match(sink_id):
             raise OptionError("sinkId", sink_id, SINK_ID_ACCEPTED)
@@ -147,4 +155,5 @@ class JdbcSinkOptions:
             sink_id=sink_id,
             create_table=opts.boolean("createTable", False),
             marker_table=marker_table,
+            final_column=final_column,
         )

@@ -13,6 +13,7 @@ from jetspark.sinks.jdbc.target import PostgresTarget, connect
 from jetspark.sinks.transactional import DURING_WRITE
 
 STAGING = "jetspark_staging"
+STORED = "jetspark_stored"
 
 
 def copy_append(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> int:
@@ -33,7 +34,9 @@ def copy_upsert(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> in
     """``commit=upsert``: COPY into a temporary staging table, then one INSERT … ON CONFLICT.
 
     Within one task, the last row of a key wins (rows keep their order in the staging
-    table). Replays write the same rows again and converge to the same table.
+    table). Replays write the same rows again and converge to the same table. With
+    ``finalColumn``, a stored row whose column is true is not updated again: a replayed or
+    stray provisional row never overwrites a final one, and the final row is written once.
     """
     options = target.options
     staging = sql.Identifier(STAGING)
@@ -61,7 +64,12 @@ def upsert_sql(target: PostgresTarget) -> sql.Composed:
     action = (sql.SQL("DO UPDATE SET ") + sql.SQL(", ").join(
         sql.SQL("{0} = EXCLUDED.{0}").format(sql.Identifier(c)) for c in others)
         if others else sql.SQL("DO NOTHING"))
+    table: sql.Composable = target.table_sql
+    final = target.options.final_column
+    if others and final is not None:  # the stored row, by an alias: the table may be schema-qualified
+        table = sql.SQL("{} AS {}").format(table, sql.Identifier(STORED))
+        action += sql.SQL(" WHERE {}.{} IS NOT TRUE").format(sql.Identifier(STORED), sql.Identifier(final))
     return sql.SQL(
         "INSERT INTO {table} ({cols}) SELECT DISTINCT ON ({keys}) {cols} FROM {staging} "
         "ORDER BY {keys}, ctid DESC ON CONFLICT ({keys}) {action}").format(
-        table=target.table_sql, cols=cols, keys=key_cols, staging=sql.Identifier(STAGING), action=action)
+        table=table, cols=cols, keys=key_cols, staging=sql.Identifier(STAGING), action=action)

@@ -68,6 +68,10 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
             _create_quietly(conn, create_table_sql(options.table, schema, options.keys))
             columns = table_columns(conn, options.table) or []
         problems = mismatches(schema, columns, options.keys)
+        final = options.final_column
+        if final is not None and not isinstance(_field(schema, final), T.BooleanType):
+            problems.append(f"finalColumn {final!r} must be a boolean column of the DataFrame "
+                            f"(its columns: {', '.join(schema.fieldNames())})")
         if problems:
             raise SinkError(f"the DataFrame does not fit table {options.table}: " + "; ".join(problems))
         if options.commit == UPSERT:
@@ -75,6 +79,10 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
         if options.commit in (TWO_PHASE, TASK):
             ensure_marker_table(conn, options.marker_table)
     return PostgresTarget(options, tuple(schema.fieldNames()))
+
+
+def _field(schema: T.StructType, name: str) -> T.DataType | None:
+    return next((f.dataType for f in schema.fields if f.name == name), None)
 
 
 def check_prepared_transactions(conn: psycopg.Connection, options: JdbcSinkOptions) -> None:

@@ -122,6 +122,7 @@ SETUPS: dict[str, Callable[[Context], dict[str, str]]] = {
     "windowing": nothing,
     "windowing-custom": nothing,
     "listener-inspect": produce_positions,
+    "early-results": produce_positions,
 }
 
 

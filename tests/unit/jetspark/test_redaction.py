@@ -30,7 +30,7 @@ def test_credential_like_names_are_secret(name):
 @pytest.mark.parametrize("name", [
     "url", "walLocation", "queue", "keys", "kafka.key.serializer", "subscribe", "user", "table",
     "bootstrap.servers", "messageId", "sinkId", "eventTime.field", "watermark.delay", "dedupMemory",
-    "kafkaConsumer.pollTimeoutMs", "startingOffsetsByTimestampStrategy", "markerTable",
+    "kafkaConsumer.pollTimeoutMs", "startingOffsetsByTimestampStrategy", "markerTable", "finalColumn",
 ])
 def test_ordinary_names_are_not_secret(name):
     assert not is_secret_option(name)

@@ -49,6 +49,8 @@ def test_dbtable_alias_schema_and_marker_table_follows_schema():
     ({"table": "t"}, "url"),
     ({**BASE, "url": "jdbc:mysql://h/db"}, "url"),
     ({**BASE, "batchsize": "10"}, "batchsize"),
+    ({**BASE, "finalColumn": "final"}, "finalColumn"),  # only with commit=upsert
+    ({**BASE, "commit": "upsert", "keys": "k,final", "finalColumn": "final"}, "finalColumn"),
 ])
 def test_bad_options_name_option_value_and_accepted(raw, option):
     with pytest.raises(OptionError) as e:
@@ -134,3 +136,18 @@ def test_options_spark_itself_passes_are_accepted():
     opts = JdbcSinkOptions.parse({"url": "postgresql://h/db", "table": "t", "queryName": "q",
                                   "checkpointLocation": "/c", "path": "/p"})
     assert opts.table == TableName(schema=None, name="t")
+
+
+def test_final_column_guards_the_upsert_of_a_stored_final_row():
+    from jetspark.sinks.jdbc.plain import upsert_sql
+    from jetspark.sinks.jdbc.target import PostgresTarget
+
+    o = JdbcSinkOptions.parse({**BASE, "table": "s.w", "commit": "upsert", "keys": "k, window_start",
+                               "finalColumn": "final"})
+    assert o.final_column == "final"
+    text = upsert_sql(PostgresTarget(o, ("k", "window_start", "n", "final"))).as_string(None)
+    assert text.startswith('INSERT INTO "s"."w" AS "jetspark_stored" ')
+    assert text.endswith('DO UPDATE SET "n" = EXCLUDED."n", "final" = EXCLUDED."final" '
+                         'WHERE "jetspark_stored"."final" IS NOT TRUE')
+    plain = JdbcSinkOptions.parse({**BASE, "commit": "upsert", "keys": "k"})
+    assert "WHERE" not in upsert_sql(PostgresTarget(plain, ("k", "n"))).as_string(None)

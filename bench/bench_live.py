@@ -6,7 +6,10 @@ in turn, each for ``--seconds``, with the default trigger (the next micro-batch 
 the last one ends), a 1-second watermark lag and the RocksDB state store:
 
 * ``jetspark``: jetkafka (``read_kafka_stream``) → ``window_aggregate`` (count, sum) →
-  jetjdbc ``guarantee=exactly-once`` (two-phase commit);
+  jetjdbc ``guarantee=exactly-once`` (two-phase commit); tumbling windows run on the native
+  engine (Spark's streaming aggregation), sliding ones on the Python engine;
+* ``jetspark-python`` (only when named in ``--contenders``): the same with
+  ``engine="python"``, the Python engine for every case;
 * ``spark``: ``format("kafka")`` → ``withWatermark`` → ``groupBy(window(…), key)`` (count,
   sum) → ``foreachBatch`` appending with Spark's JDBC writer.
 
@@ -147,7 +150,8 @@ def first_seen(dsn: str, table: str, lo: float, hi: float) -> tuple[list[float],
     return [float(r[0]) for r in rows], int(written)
 
 
-def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
+def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args,
+                   engine: str = "auto"):
     from pyspark.sql import functions as F
 
     from jetspark.datasources import read_kafka_stream
@@ -159,7 +163,8 @@ def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, tabl
     events = src.select(F.col("key").cast("string").alias("key"), "timestamp",
                         F.get_json_object(F.col("value").cast("string"), "$.v").cast("double").alias("v"),
                         "watermark", "heartbeat")
-    extra = {"state_api": args.state_api} | ({"buckets": args.buckets} if args.buckets else {})
+    extra = {"state_api": args.state_api, "engine": engine}
+    extra |= {"buckets": args.buckets} if args.buckets else {}
     if args.early_results:
         extra["early_results"] = args.early_results
     windows = window_aggregate(events, key="key", time="timestamp",
@@ -192,7 +197,11 @@ def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
     return windows.writeStream.outputMode(mode).foreachBatch(append).option("checkpointLocation", ck).start()
 
 
-STARTERS = {"jetspark": jetspark_query, "spark": spark_query}
+def jetspark_python_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
+    return jetspark_query(spark, bootstrap, topic, case, dsn, table, ck, args, engine="python")
+
+
+STARTERS = {"jetspark": jetspark_query, "spark": spark_query, "jetspark-python": jetspark_python_query}
 DURATION_KEYS = ("triggerExecution", "latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",
                  "commitOffsets")
 
@@ -202,7 +211,7 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
 
     bootstrap, dsn = endpoints.kafka_bootstrap, endpoints.pg_dsn
     topic = f"live_{uuid.uuid4().hex[:8]}"
-    table = f"live_{contender}_{uuid.uuid4().hex[:8]}"
+    table = f"live_{contender.replace('-', '_')}_{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(timeout=30)
     make_table(dsn, table)
@@ -301,12 +310,12 @@ def main() -> None:
                     lat = r["latency"]
                     if args.early_results:
                         seen = r["first_seen"]
-                        print(f"{case.name:20s} run {i + 1} {contender:8s} first seen "
+                        print(f"{case.name:20s} run {i + 1} {contender:15s} first seen "
                               f"p50 {seen['p50']:.2f} s p99 {seen['p99']:.2f} s | "
                               f"{r['rows_per_s']:.0f} rows/s | batch {r['batch_ms']:.0f} ms "
                               f"({r['batches']} batches)", flush=True)
                         continue
-                    print(f"{case.name:20s} run {i + 1} {contender:8s} latency p50 {lat['p50']:.2f} s "
+                    print(f"{case.name:20s} run {i + 1} {contender:15s} latency p50 {lat['p50']:.2f} s "
                           f"p99 {lat['p99']:.2f} s max {lat['max']:.2f} s | batch {r['batch_ms']:.0f} ms "
                           f"({r['batches']} batches, {r['rows_per_batch']:.0f} rows) | "
                           f"{json.dumps(r['breakdown_ms'])} state {json.dumps(r['state_ms'])}", flush=True)
@@ -331,10 +340,10 @@ def _summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> 
                       "p99": _median([r["latency"]["p99"] for r in runs]),
                       "max": _median([r["latency"]["max"] for r in runs]),
                       "batch_ms": _median([r["batch_ms"] for r in runs])}
-            print(f"  {case.name:20s} {c:8s} p50 {row[c]['p50']:.2f} s  p90 {row[c]['p90']:.2f} s  "
+            print(f"  {case.name:20s} {c:15s} p50 {row[c]['p50']:.2f} s  p90 {row[c]['p90']:.2f} s  "
                   f"p99 {row[c]['p99']:.2f} s  max {row[c]['max']:.2f} s  batch {row[c]['batch_ms']:.0f} ms")
-        if len(contenders) == 2:
-            a, b = (row[c] for c in contenders)
+        if len(contenders) >= 2:
+            a, b = (row[c] for c in contenders[:2])
             diff = a["batch_ms"] - b["batch_ms"]
             print(f"  {case.name:20s} spark/jetspark latency p50 {b['p50'] / a['p50']:.2f}x "
                   f"p99 {b['p99'] / a['p99']:.2f}x; batch jetspark − spark {diff:+.0f} ms")

@@ -54,15 +54,15 @@ from pyspark.sql.types import (
 from jetspark.columns import HEARTBEAT, TIMESTAMP_TYPE
 from jetspark.windowing.accumulate_by_frame import BLOB, CARRIED_WM, stage1_function
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
-from jetspark.windowing.combine_to_window import WINDOW_END, WINDOW_START, output_schema_fields, step
+from jetspark.windowing.combine_to_window import output_schema_fields, step
 from jetspark.windowing.definitions import Duration, WindowDefinition
 from jetspark.windowing.early_results import FINAL, early_results_us, with_final_column
-from jetspark.windowing.native import native_partial_fields, native_result
+from jetspark.windowing.native import WATERMARK_DELAY_KEY, native_partial_fields, tumbling_aggregate
 from jetspark.windowing.plan import BUCKET, FRAME, Plan
 from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
 from jetspark.worker_python import warn_if_workers_lack_jetspark
 
-_DELAY_KEY = "spark.watermarkDelayMs"
+_DELAY_KEY = WATERMARK_DELAY_KEY
 STATE_APIS = ("transformWithStateInPandas", "applyInPandasWithState")  # default first
 #: Name of the observed metric counting rows with a null event time (streaming).
 NULL_TIME_METRIC = "jetspark_null_event_time"
@@ -93,11 +93,13 @@ def window_aggregate(
     (False: always combine frames). ``buckets``: number of state groups of a streaming
     query — fixed for the life of its checkpoint. ``state_api``: one of ``STATE_APIS``
     (``transformWithStateInPandas`` by default, see :mod:`.stateful` for why).
-    ``engine``: ``"auto"`` lets static tumbling windows of built-in operations run as
-    Spark's native two-phase aggregation (see :mod:`.native`), and static sliding windows
+    ``engine``: ``"auto"`` lets tumbling windows of built-in operations run as Spark's
+    native aggregation (see :mod:`.native`; streaming: Spark's own streaming aggregation and
+    state store, whose checkpoints the Python engine's cannot continue), and static sliding windows
     of operations Spark can accumulate (count, sum, mean, min, max, variance, stddev) take
     their per-(key, frame) cells from Spark's aggregation, so only stage 2 runs in Python;
-    ``"python"`` never does either. ``observation``: where the count of rows with a null
+    ``"python"`` never does either (nor does a streaming query with ``early_results``).
+    ``observation``: where the count of rows with a null
     event time goes — static: a ``pyspark.sql.Observation`` that receives ``{"rows": n}``
     once the result is computed; streaming: the name of the observed metric in the query's
     progress (default ``jetspark_null_event_time``; two window aggregations in one query
@@ -135,6 +137,10 @@ def window_aggregate(
         return out if period_us is None else out.withColumn(FINAL, F.lit(True))
 
     wm_col, delay_ms = _event_time_watermark(df)
+    if engine == "auto" and period_us is None:  # early results need the Python engine's state
+        native = _native_streaming(df, plan, heartbeat, out_schema, delay_ms, observation or NULL_TIME_METRIC)
+        if native is not None:
+            return native
     for extra in (wm_col, heartbeat):
         if extra is not None and extra not in src_cols:
             src_cols.append(extra)
@@ -227,6 +233,24 @@ def _null_time_count(time: str, heartbeat: str | None) -> Column:
     return F.count(F.when(null, F.lit(1))).alias("rows")
 
 
+def _window_rows(df: DataFrame, plan: Plan, heartbeat: str | None) -> DataFrame:
+    """The rows that belong to a window: no heartbeat, no null event time (in no window, as
+    with Spark's window())."""
+    if heartbeat:
+        df = df.filter(~F.coalesce(F.col(heartbeat), F.lit(False)))
+    return df.filter(F.col(plan.time).isNotNull())
+
+
+def _native_streaming(
+    df: DataFrame, plan: Plan, heartbeat: str | None, out_schema: StructType, delay_ms: int, metric: str
+) -> DataFrame | None:
+    """Streaming tumbling windows of built-in operations as Spark's own streaming
+    aggregation (:func:`.native.tumbling_aggregate`), or None (the Python engine then runs).
+    Null event times are counted into ``metric`` as on the Python engine."""
+    counted = df.observe(metric, _null_time_count(plan.time, heartbeat))
+    return tumbling_aggregate(_window_rows(counted, plan, heartbeat), plan, out_schema, delay_ms)
+
+
 _DRAIN_SCHEMA = StructType([StructField("__n", LongType(), True)])
 
 
@@ -257,12 +281,10 @@ def _batch_stages(
     src_cols = list(plan.input_columns)
     if observation is not None:
         df = df.observe(observation, _null_time_count(plan.time, heartbeat))
-    if heartbeat:
-        df = df.filter(~F.coalesce(F.col(heartbeat), F.lit(False)))
-    df = df.filter(F.col(plan.time).isNotNull())  # in no window, as with Spark's window()
+    df = _window_rows(df, plan, heartbeat)
     stages: dict[str, DataFrame] = {}
     if engine == "auto":
-        native = _native_tumbling(df, plan, out_schema)
+        native = tumbling_aggregate(df, plan, out_schema)
         if native is not None:
             stages["input"] = df.select(*src_cols)
             stages["output"] = native
@@ -319,28 +341,6 @@ def _native_cells(
     types = {f.name: f.dataType for f in partial_fields}
     cells = shuffled.groupBy(*plan.keys, FRAME).agg(*(e.cast(types[c]).alias(c) for c, e in exprs.items()))
     return shuffled, cells.select(*(f.name for f in partial_fields))
-
-
-def _native_tumbling(df: DataFrame, plan: Plan, out_schema: StructType) -> DataFrame | None:
-    window = plan.window
-    if plan.is_session or window.size_us != window.slide_us:
-        return None
-    results = [native_result(op) for op in plan.ops]
-    if any(r is None for r in results):
-        return None
-    t = F.unix_micros(F.col(plan.time))
-    start = (t - F.pmod(t, F.lit(window.slide_us))).alias("__start_us")
-    agg = df.groupBy(*plan.keys, start).agg(
-        *(r.cast(DataType.fromDDL(op.result_type)).alias(name)
-          for r, op, name in zip(results, plan.ops, plan.names, strict=True))
-    )  # fmt: skip
-    out = agg.select(
-        *plan.keys,
-        F.timestamp_micros("__start_us").alias(WINDOW_START),
-        F.timestamp_micros(F.col("__start_us") + window.size_us).alias(WINDOW_END),
-        *plan.names,
-    )
-    return out.select(*(F.col(f.name).cast(f.dataType) for f in out_schema.fields))
 
 
 def _event_time_watermark(df: DataFrame) -> tuple[str, int]:

@@ -1,29 +1,44 @@
-"""Spark-native equivalents of the built-in operations, for the static tumbling fast path.
+"""Spark-native equivalents of the built-in operations, for the tumbling fast path.
 
 A tumbling window has exactly one frame, so the combining stage has nothing to combine:
 Spark's own two-phase hash aggregation (partial aggregation inside each input partition
 before the shuffle, final aggregation after it — the same "local accumulation, global
 combining") computes it in the JVM without a round trip through Python. Used only when
 every operation has an equivalent here; user-defined operations always run in Python.
-NaN counts as null for jetspark's numpy operations, as a value for Spark's: data with NaN
-should use ``engine="python"`` for identical results.
+Inputs are cast to double with NaN as null, as jetspark's numpy operations read them, so
+both engines give the same results on data with NaN.
+
+On a streaming DataFrame the same aggregation is Spark's own streaming aggregation (its
+state store, in the JVM) — docs/design.md, "Windowing state (streaming)", native path:
+:func:`tumbling_aggregate` groups by the key columns and a window column that carries
+Spark's event-time marker, so Spark evicts and emits a window when its watermark reaches
+the window's end (``end <= watermark``), in append mode, as the Python engine does.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructType
 
 from jetspark.windowing import ops
-from jetspark.windowing.aggregate_operation import AggregateOperation
+from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateOperation
+from jetspark.windowing.combine_to_window import WINDOW_END, WINDOW_START
+from jetspark.windowing.plan import Plan
+
+#: Metadata key by which Spark finds an aggregation's event-time column (and its delay).
+WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"
+_WINDOW = "__window"
 
 
 def native_result(op: AggregateOperation) -> Column | None:
     """A Spark aggregate expression with the op's result, or None."""
     t = type(op)
-    cols = [F.col(c).cast("double") for c in op.inputs]
+    if EVENT_TIME in op.inputs:
+        return None
+    cols = [_number(c) for c in op.inputs]
     if t is ops.Count:
-        return F.count(F.lit(1)) if not op.inputs else F.count(F.col(op.inputs[0]))
+        return F.count(F.lit(1)) if not op.inputs else F.count(cols[0])
     table = {
         ops.Sum: F.sum,
         ops.Mean: F.avg,
@@ -68,3 +83,41 @@ def native_partial_fields(op: AggregateOperation) -> tuple[Column, ...] | None:
         return n, F.coalesce(F.max(x), F.lit(float("-inf")))
     # Variance / StdDev: (n, mean, sum of squared deviations)
     return n, F.coalesce(F.avg(x), F.lit(0.0)), F.coalesce(F.var_pop(x) * n, F.lit(0.0))
+
+
+def tumbling_aggregate(
+    df: DataFrame, plan: Plan, out_schema: StructType, watermark_delay_ms: int | None = None
+) -> DataFrame | None:
+    """Tumbling windows of built-in operations as Spark's own aggregation, or None when the
+    window is not tumbling or an operation has no Spark form.
+
+    ``df`` holds only rows that belong to a window (no heartbeat, no null event time).
+    ``watermark_delay_ms`` (streaming): the window column ``[start, end)`` is a struct
+    marked as the event-time column (:data:`WATERMARK_DELAY_KEY`), the way Spark's own
+    ``window()`` marks it, so Spark's streaming aggregation evicts a window, and emits it
+    in append mode, once its watermark reaches the window's end; rows of a window already
+    emitted are dropped by Spark (its late-row rule)."""
+    window = plan.window
+    if plan.is_session or window.size_us != window.slide_us:
+        return None
+    results = [native_result(op) for op in plan.ops]
+    if any(r is None for r in results):
+        return None
+    t = F.unix_micros(F.col(plan.time))
+    start = t - F.pmod(t, F.lit(window.slide_us))
+    aggs = [r.cast(DataType.fromDDL(op.result_type)).alias(name)
+            for r, op, name in zip(results, plan.ops, plan.names, strict=True)]  # fmt: skip
+    if watermark_delay_ms is None:
+        agg = df.groupBy(*plan.keys, start.alias("__start_us")).agg(*aggs)
+        window_start = F.timestamp_micros("__start_us")
+        window_end = F.timestamp_micros(F.col("__start_us") + window.size_us)
+    else:
+        bounds = F.struct(F.timestamp_micros(start).alias("start"),
+                          F.timestamp_micros(start + window.size_us).alias("end"))  # fmt: skip
+        marked = bounds.alias(_WINDOW, metadata={WATERMARK_DELAY_KEY: watermark_delay_ms})
+        inputs = [c for c in plan.input_columns if c != plan.time]
+        # grouped by the attribute (not the expression): Spark looks for the marker there
+        agg = df.select(*inputs, marked).groupBy(*plan.keys, _WINDOW).agg(*aggs)
+        window_start, window_end = F.col(f"{_WINDOW}.start"), F.col(f"{_WINDOW}.end")
+    out = agg.select(*plan.keys, window_start.alias(WINDOW_START), window_end.alias(WINDOW_END), *plan.names)
+    return out.select(*(F.col(f.name).cast(f.dataType) for f in out_schema.fields))

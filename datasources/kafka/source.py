@@ -106,13 +106,17 @@ from jetspark.errors import JetsparkError
 from jetspark.options import Options
 
 FORMAT = "jetkafka"
+#: A micro-batch's ranges share read tasks of up to this many offsets (docs/design.md,
+#: "jetkafka offsets"): each task is a Python worker round trip, and a small live batch
+#: read by one task ends sooner than one read by a task per Kafka partition.
+PACKED_TASK_OFFSETS = 100_000
 
 
 class KafkaRange(InputPartition):
-    """One Spark task: an offset range of one Kafka partition."""
+    """One Spark task: offset ranges of Kafka partitions, read one after the other."""
 
-    def __init__(self, spec: RangeSpec, first: bool) -> None:
-        self.spec = spec
+    def __init__(self, specs: tuple[RangeSpec, ...], first: bool) -> None:
+        self.specs = specs
         self.first = first
 
 
@@ -137,7 +141,32 @@ def _read(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.Reco
         yield heartbeat_batch(settings.include_headers, partition.watermark, settings.event_time is not None)
         return
     assert isinstance(partition, KafkaRange)
-    yield from read_range(settings, partition.spec, first=partition.first)
+    *before, last = partition.specs
+    produced = 0
+    for spec in before:
+        for batch in read_range(settings, spec):
+            produced += batch.num_rows
+            yield batch
+    # the last range yields the heartbeat row when the whole task had no row (a batch of gaps only)
+    yield from read_range(settings, last, first=partition.first and produced == 0)
+
+
+def pack_ranges(ranges: list[RangeSpec], budget: int) -> list[tuple[RangeSpec, ...]]:
+    """Consecutive ranges grouped into tasks of at most ``budget`` offsets (a larger range
+    forms a task alone)."""
+    tasks: list[tuple[RangeSpec, ...]] = []
+    current: list[RangeSpec] = []
+    size = 0
+    for r in ranges:
+        n = r.end - r.start
+        if current and size + n > budget:
+            tasks.append(tuple(current))
+            current, size = [], 0
+        current.append(r)
+        size += n
+    if current:
+        tasks.append(tuple(current))
+    return tasks
 
 
 def split_ranges(ranges: list[RangeSpec], min_partitions: int | None,
@@ -371,7 +400,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         moved_w = cur.tracker.watermark != prev.tracker.watermark
         if not ranges:
             return [Heartbeat(cur.tracker.watermark)] if moved_w else []
-        return [KafkaRange(r, first=(i == 0 and moved_w)) for i, r in enumerate(ranges)]
+        tasks = ([(r,) for r in ranges] if self.options.min_partitions
+                 else pack_ranges(ranges, self.options.max_records_per_partition or PACKED_TASK_OFFSETS))
+        return [KafkaRange(t, first=(i == 0 and moved_w)) for i, t in enumerate(tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.settings, partition)
@@ -467,7 +498,7 @@ class KafkaBatchReader(DataSourceReader):
             if end[tp] > start[tp]:
                 ranges.append(RangeSpec(tp[0], tp[1], start[tp], end[tp], None, None, None,
                                         detect_late=False))
-        return [KafkaRange(r, first=False) for r in split_ranges(ranges, self.options.min_partitions,
+        return [KafkaRange((r,), first=False) for r in split_ranges(ranges, self.options.min_partitions,
                                                                  self.options.max_records_per_partition)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -84,7 +84,7 @@ def test_first_batch_records_where_it_started_and_replays_the_same_ranges(setup)
     # after a crash Spark replays batch 0 with a NEW initialOffset (latest has moved on)
     broker.high = {(T, 0): 20, (T, 1): 20}
     replay_start = make(startingOffsets="latest")[0].initialOffset()
-    ranges = [(p.spec.partition, p.spec.start, p.spec.end) for p in reader.partitions(replay_start, end)]
+    ranges = [(s.partition, s.start, s.end) for p in reader.partitions(replay_start, end) for s in p.specs]
     assert ranges == [(0, 5, 9), (1, 3, 4)]
 
 
@@ -133,7 +133,7 @@ def test_new_partition_starts_at_earliest(setup):
     broker.high[(T, 0)] = 4
     nxt = reader.latestOffset(end, ReadAllAvailable())
     assert nxt["from"] == {T: {"2": 4}} and nxt["offsets"][T]["2"] == 7
-    spans = {p.spec.partition: (p.spec.start, p.spec.end) for p in reader.partitions(end, nxt)}
+    spans = {s.partition: (s.start, s.end) for p in reader.partitions(end, nxt) for s in p.specs}
     assert spans == {0: (3, 4), 2: (4, 7)}
 
 
@@ -179,7 +179,7 @@ def test_a_range_task_carries_the_watermark_facts_of_the_batch_start(setup):
     first = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
     broker.high = {(T, 0): 6, (T, 1): 6}
     second = reader.latestOffset(first, ReadAllAvailable())
-    spec = next(p.spec for p in reader.partitions(first, second) if isinstance(p, KafkaRange))
+    spec = next(p.specs[0] for p in reader.partitions(first, second) if isinstance(p, KafkaRange))
     facts = (spec.start, spec.end, spec.start_max_ts, spec.w_prev, spec.watermark)
     assert facts == (4, 6, 1_003, 1_001, 1_003)
 
@@ -285,3 +285,21 @@ def test_without_the_option_nothing_is_committed_to_a_group(setup):
     reader, _ = make()
     assert reader._group is None
     reader.commit({"offsets": {T: {"0": 1}}})
+
+
+def test_a_small_batch_shares_one_read_task_unless_min_partitions_asks_for_more(setup):
+    """Each read task is a Python worker round trip: a batch's ranges share tasks of up to
+    PACKED_TASK_OFFSETS (or maxRecordsPerPartition) offsets; minPartitions keeps a task per range."""
+    broker, make = setup
+    broker.high = {(T, 0): 5, (T, 1): 3}
+
+    def tasks(reader):
+        start = reader.initialOffset()
+        return [[(s.partition, s.start, s.end) for s in p.specs]
+                for p in reader.partitions(start, reader.latestOffset(start, ReadAllAvailable()))]
+
+    assert tasks(make()[0]) == [[(0, 0, 5), (1, 0, 3)]]
+    assert tasks(make(maxRecordsPerPartition="6")[0]) == [[(0, 0, 5)], [(1, 0, 3)]]
+    assert tasks(make(maxRecordsPerPartition="4")[0]) == [[(0, 0, 3)], [(0, 3, 5)], [(1, 0, 3)]]
+    assert tasks(make(maxRecordsPerPartition="8")[0]) == [[(0, 0, 5), (1, 0, 3)]]
+    assert tasks(make(minPartitions="2")[0]) == [[(0, 0, 5)], [(1, 0, 3)]]

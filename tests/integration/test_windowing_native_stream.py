@@ -1,0 +1,152 @@
+"""Streaming tumbling windows on Spark's own streaming aggregation (``engine="auto"``) against
+the Python engine (``engine="python"``): the same windows, emitted in the same micro-batch,
+on the same input — NaN, null event times and their metric, heartbeats, several micro-batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pyspark.sql import functions as F
+
+from jetspark.windowing import NULL_TIME_METRIC, ops, tumbling, window_aggregate
+from jetspark.windowing.reference import reference_windows
+from tests.integration.test_windowing_spark import (
+    AGGS,
+    BASE_US,
+    SEC,
+    _events_with_times,
+    _with_null_times,
+    assert_same,
+    heartbeat,
+    make_batches,
+    rows_by_window,
+    write_batch,
+)
+
+pytestmark = pytest.mark.integration
+
+WINDOW = tumbling("15 seconds")
+
+
+def _run(spark, folder: Path, ckpt: Path, engine: str, window=WINDOW, aggs=AGGS):
+    """Runs the query over every file (one per micro-batch): ({batch id: rows}, progress, plan)."""
+    schema = spark.read.parquet(str(folder)).schema
+    src = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
+           .withWatermark("watermark", "0 seconds"))  # fmt: skip
+    out = window_aggregate(src, key="k", time="ts", window=window, aggs=aggs, engine=engine)
+    emitted: dict[int, list] = {}
+
+    def collect(batch, batch_id):
+        emitted[batch_id] = batch.collect()
+
+    q = out.writeStream.foreachBatch(collect).option("checkpointLocation", str(ckpt)).start()
+    try:
+        q.processAllAvailable()
+        progress, plan = q.recentProgress, q._jsq.explainInternal(False)
+    finally:
+        q.stop()
+    return emitted, progress, plan
+
+
+def _by_batch(emitted: dict[int, list]) -> dict[int, set]:
+    return {b: set(rows_by_window(rows)) for b, rows in emitted.items() if rows}
+
+
+def test_streaming_tumbling_native_engine_equals_python_engine(spark, tmp_path):
+    """NaN left in ``x`` (null for both engines), null event times (in no window, counted
+    per micro-batch), a heartbeat mid-stream and one at the end: every window is emitted by
+    the same micro-batch with the same values, and the native query runs no Python."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    batches, nulls = _with_null_times(make_batches(seed=23, batches=4, rows=150), seed=4)
+    assert any(np.isnan(x) for b in batches for x in b["x"])
+    last = max(t for b in batches for t in b["ts"] if t is not None)
+    batches.insert(2, heartbeat(int(batches[1]["watermark"][0]) + 20 * SEC))  # moves W with no events
+    batches.append(heartbeat(last + 60 * SEC))  # closes every window
+    for i, b in enumerate(batches):
+        write_batch(folder, i, b)
+
+    native, native_prog, native_plan = _run(spark, folder, tmp_path / "ck_native", "auto")
+    python, python_prog, python_plan = _run(spark, folder, tmp_path / "ck_python", "python")
+
+    assert "TransformWithState" not in native_plan and "MapInArrow" not in native_plan, native_plan
+    assert "StateStoreSave" in native_plan and "TransformWithState" in python_plan
+    assert _by_batch(native) == _by_batch(python) and len(_by_batch(native)) >= 3
+    ours = rows_by_window(r for rows in native.values() for r in rows)
+    assert_same(ours, rows_by_window(r for rows in python.values() for r in rows))
+    assert_same(ours, reference_windows(_events_with_times(batches), WINDOW, AGGS))
+
+    def metric(prog):
+        return [(p["batchId"], p["observedMetrics"][NULL_TIME_METRIC]["rows"])
+                for p in prog if p["numInputRows"]]  # fmt: skip
+
+    assert metric(native_prog) == metric(python_prog)
+    assert sum(n for _, n in metric(native_prog)) == nulls > 0
+
+
+def test_python_engine_checkpoint_is_refused_by_the_native_engine(spark, tmp_path):
+    """A checkpoint written by the Python engine cannot continue on Spark's aggregation
+    (different state): Spark refuses the first batch after the restart before it runs,
+    naming both stateful operators (the error README's upgrade note quotes), and the same
+    checkpoint continues with ``engine="python"``."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    first, second = make_batches(seed=3, batches=2, rows=40)
+    write_batch(folder, 0, first)
+    aggs = {"n": ops.count()}
+    _run(spark, folder, tmp_path / "ck", "python", aggs=aggs)
+    write_batch(folder, 1, second)
+    refusal = (r"(?s)STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
+               r".*OperatorName: transformWithStateInPandasExec.*OperatorName: stateStoreSave")
+    with pytest.raises(Exception, match=refusal):
+        _run(spark, folder, tmp_path / "ck", "auto", aggs=aggs)
+    emitted, progress, _ = _run(spark, folder, tmp_path / "ck", "python", aggs=aggs)
+    assert sum(p["numInputRows"] for p in progress) == len(second["k"])  # the second file only
+    assert emitted and all(r.n > 0 for rows in emitted.values() for r in rows)
+
+
+def test_native_tumbling_counts_nan_as_null_like_the_python_engine_static(spark, tmp_path):
+    """Static twin of the NaN rule: Spark's aggregation reads NaN as null, as numpy does."""
+    df = spark.createDataFrame(
+        [("a", "2026-01-01 00:00:01", float("nan")), ("a", "2026-01-01 00:00:02", 2.0),
+         ("a", "2026-01-01 00:00:03", 4.0)], "k string, t string, x double",
+    ).withColumn("ts", F.col("t").cast("timestamp"))  # fmt: skip
+    aggs = {"n": ops.count("x"), "hi": ops.max_("x"), "m": ops.mean("x")}
+    got = {e: [(r.n, r.hi, r.m) for r in window_aggregate(
+        df, key="k", time="ts", window=tumbling("10 seconds"), aggs=aggs, engine=e).collect()]
+        for e in ("auto", "python")}  # fmt: skip
+    assert got["auto"] == got["python"] == [(2, 4.0, 3.0)]
+
+
+def _rows(keys: list[str], seconds: list[int], wm_s: int) -> dict:
+    n, ts = len(keys), np.array([BASE_US + s * SEC for s in seconds])
+    return {"k": keys, "ts": ts, "x": np.ones(n), "y": np.zeros(n),
+            "watermark": np.full(n, BASE_US + wm_s * SEC), "heartbeat": np.zeros(n, bool)}  # fmt: skip
+
+
+def test_rows_behind_the_watermark_in_both_engines(spark, tmp_path):
+    """Rows behind Spark's watermark (a source that keeps late rows): a row of a window
+    already emitted is dropped by both engines; a row of a window that closes in the same
+    micro-batch counts on the native engine (Spark's late-row rule: the previous batch's
+    watermark) and not on the Python engine (README, "Engines")."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    files = [
+        _rows(["a", "a"], [1, 12], wm_s=15),   # W -> 15 s after this batch
+        _rows(["b"], [31], wm_s=25),           # emits a [0, 10); W -> 25 s
+        _rows(["a", "a"], [3, 14], wm_s=25),   # 3 s: [0, 10) was emitted; 14 s: [10, 20) closes now
+        heartbeat(BASE_US + 100 * SEC),        # closes every window
+    ]  # fmt: skip
+    for i, b in enumerate(files):
+        write_batch(folder, i, b)
+    aggs = {"n": ops.count()}
+    got = {}
+    for engine in ("auto", "python"):
+        emitted, _, _ = _run(spark, folder, tmp_path / f"ck_{engine}", engine, window=tumbling("10 seconds"),
+                             aggs=aggs)  # fmt: skip
+        windows = rows_by_window(r for rows in emitted.values() for r in rows)
+        got[engine] = {(k, (s - BASE_US) // SEC): r["n"] for (k, s, _), r in windows.items()}
+    assert got["python"] == {("a", 0): 1, ("a", 10): 1, ("b", 30): 1}
+    assert got["auto"] == {("a", 0): 1, ("a", 10): 2, ("b", 30): 1}

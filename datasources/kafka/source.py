@@ -109,7 +109,7 @@ FORMAT = "jetkafka"
 #: A micro-batch's ranges share read tasks of up to this many offsets (docs/design.md,
 #: "jetkafka offsets"): each task is a Python worker round trip, and a small live batch
 #: read by one task ends sooner than one read by a task per Kafka partition.
-PACKED_TASK_OFFSETS = 100_000
+PACKED_TASK_OFFSETS = 20_000
 
 
 class KafkaRange(InputPartition):

@@ -229,10 +229,10 @@ def test_the_future_cut_off_is_fixed_at_planning_and_kept_in_the_offset(setup, m
     assert end["watermark"] is None  # partition 0 holds W back; its future records did not move it
 
     clock.now += 3_600_000  # a replay an hour later decides with the offset's cut-off
-    specs = [p.spec for p in reader.partitions(start, end) if isinstance(p, KafkaRange)]
+    specs = [s for p in reader.partitions(start, end) if isinstance(p, KafkaRange) for s in p.specs]
     assert [s.future_cutoff for s in specs] == [cutoff, cutoff]
     old = {k: v for k, v in end.items() if k != "futureCutoff"}  # written before the option
-    replayed = [p.spec for p in reader.partitions(start, old) if isinstance(p, KafkaRange)]
+    replayed = [s for p in reader.partitions(start, old) if isinstance(p, KafkaRange) for s in p.specs]
     assert [s.future_cutoff for s in replayed] == [None, None]
 
 

@@ -22,6 +22,11 @@ T = TypeVar("T")
 REFUSED = (KafkaError._AUTHENTICATION, KafkaError._SSL)
 SLICE_S = 2.0
 WHERE_TO_LOOK = "kafka.security.protocol, kafka.sasl.*, kafka.ssl.*"
+#: librdkafka says only "verify that ssl.ca.location is correctly configured", also when the
+#: certificate is trusted but names another host than the one in bootstrap.servers.
+UNVERIFIED_HINT = ("either kafka.ssl.ca.location lacks the CA that signed the broker's certificate, or "
+                   "that certificate does not name the host given in kafka.bootstrap.servers (checked "
+                   "while kafka.ssl.endpoint.identification.algorithm is https, the default)")
 
 
 class KafkaRefused(JetsparkError):
@@ -46,7 +51,8 @@ class Refusals:
         """Serve the client's callbacks; raise :class:`KafkaRefused` when it was refused."""
         client.poll(0)
         if self.last is not None:
-            raise KafkaRefused(f"the Kafka brokers refuse this client: {scrub(self.last)} "
+            hint = f"; {UNVERIFIED_HINT}" if "certificate verify failed" in self.last else ""
+            raise KafkaRefused(f"the Kafka brokers refuse this client: {scrub(self.last)}{hint} "
                                f"(options {WHERE_TO_LOOK})")
 
 

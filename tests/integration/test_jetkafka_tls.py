@@ -1,7 +1,8 @@
 """jetkafka source and sink against a broker with TLS: SASL_SSL with SCRAM-SHA-512 (Spark's
 ``kafka.sasl.jaas.config``, and the password from a file) and mTLS (a client certificate),
 the broker's certificate verified; and the ways it must fail — a wrong password, an untrusted
-CA — each with a clear error, nothing written, the secret shown nowhere.
+CA, a broker reached by a name its certificate does not carry — each with a clear error,
+nothing written, the secret shown nowhere.
 
 One broker for the module, started here with a CA and certificates the test makes; its
 plain listener serves the test's own checks."""
@@ -34,7 +35,7 @@ N = 50
 def broker() -> Iterator[dict]:
     d = Path(tempfile.mkdtemp(prefix="jetspark-tls-kafka-"))
     ca, other_ca = trustme.CA(), trustme.CA()
-    server = ca.issue_cert("127.0.0.1", "localhost")
+    server = ca.issue_cert("127.0.0.1")  # not localhost: that name is the mismatch case
     client = ca.issue_cert("client.jetspark.test", common_name=USER)
     for name, pem in (("ca.pem", ca.cert_pem), ("other-ca.pem", other_ca.cert_pem),
                       ("server.pem", server.cert_chain_pems[0]), ("server.key", server.private_key_pem),
@@ -132,13 +133,16 @@ def test_mtls_source_and_sink(spark, broker):
 @pytest.mark.parametrize("case, expected", [
     ("wrong password", "Authentication failed"),
     ("untrusted CA", "certificate verify failed"),
+    ("hostname mismatch", "does not name the host given in kafka.bootstrap.servers"),
 ])
 def test_refusals_are_clear_and_write_nothing(spark, broker, case, expected):
     options = _scram(broker, **{"kafka.sasl.username": USER, "kafka.sasl.password": broker["password"]})
     if case == "wrong password":
         options["kafka.sasl.password"] = "not-" + broker["password"]
-    else:
+    elif case == "untrusted CA":
         options["kafka.ssl.ca.location"] = str(broker["dir"] / "other-ca.pem")
+    else:  # localhost is 127.0.0.1, but the certificate names only the address
+        options["kafka.bootstrap.servers"] = broker["sasl_ssl"].replace("127.0.0.1", "localhost")
     out = _topic(broker)
     for run in (lambda: _write(spark, out, options, 5), lambda: _read(spark, _topic(broker, 3), options)):
         with pytest.raises(Exception) as err:  # Spark wraps jetkafka's error

@@ -66,3 +66,13 @@ def test_flush_stops_at_a_refusal_and_reports_what_is_left_at_the_timeout():
         flush_until_delivered(_Client(r := Refusals(), failures=100, refuse=True), r, 30, _scrub)
     r = Refusals()
     assert flush_until_delivered(_Client(r, failures=100), r, 0.0, _scrub) == 3
+
+
+def test_an_unverified_certificate_names_both_causes_librdkafka_leaves_out():
+    r = Refusals()
+    r(KafkaError(KafkaError._SSL, "SSL handshake failed: certificate verify failed: broker certificate could "
+                                  "not be verified, verify that ssl.ca.location is correctly configured"))
+    with pytest.raises(KafkaRefused) as err:
+        r.raise_if_refused(_Client(r, failures=0), _scrub)
+    assert "kafka.ssl.ca.location lacks the CA" in str(err.value)
+    assert "does not name the host given in kafka.bootstrap.servers" in str(err.value)

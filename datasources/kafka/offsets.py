@@ -8,7 +8,8 @@ JSON layout (one micro-batch's end offset)::
       "watermark":  1700000123000,                             # coalesced W, epoch ms (or null)
       "partitions": {"orders": {"0": {"maxTs": 1700000125000, "wm": 1700000123000,
                                       "idle": false, "progressMs": 1700000200000}, ...}},
-      "futureCutoff": 1700003800000                            # with watermark.maxFutureSkew
+      "futureCutoff": 1700003800000,                           # with watermark.maxFutureSkew
+      "taskOffsets": 20000                                     # see below
     }
 
 ``offsets`` has the shape of Spark's own Kafka source offsets. ``from`` names where this
@@ -22,7 +23,10 @@ time, watermark, idle flag and the driver time it last advanced. ``futureCutoff`
 ``watermark.maxFutureSkew``) is the latest event time this batch's records may bring to the
 watermark: the driver's clock when it planned the batch plus the skew. Read tasks apply the
 cut-off of the offset, never a clock, so a replayed batch decides the same; an offset without
-it (written before the option existed, or without it) has no cut-off.
+it (written before the option existed, or without it) has no cut-off. ``taskOffsets`` is the
+budget by which the batch's ranges were packed into read tasks (absent: a task per range, as
+with ``minPartitions`` and in offsets written before packing): a replay plans the same tasks,
+so a sink whose tasks are the read tasks sees the same rows in each task.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ class KafkaOffset:
     """True for ``initialOffset()``: the first batch records where it started in ``from``."""
     future_cutoff: int | None = None
     """Latest event time (epoch ms) the batch's records may bring to the watermark (None: no cut-off)."""
+    task_offsets: int | None = None
+    """Offsets per packed read task (None: a read task per range)."""
 
     def start_of(self, tp: TopicPartition, previous: KafkaOffset) -> int | None:
         """Where this batch's range of ``tp`` begins (None: the partition is not read)."""
@@ -78,6 +84,8 @@ class KafkaOffset:
         out.update(self.tracker.to_json(lag_ms))
         if self.future_cutoff is not None:
             out["futureCutoff"] = self.future_cutoff
+        if self.task_offsets is not None:
+            out["taskOffsets"] = self.task_offsets
         return out
 
     @classmethod
@@ -88,6 +96,7 @@ class KafkaOffset:
             range_from={tp: int(o) for tp, o in _flat(data.get("from")).items()},  # type: ignore[call-overload]
             initial=bool(data.get("initial", False)),
             future_cutoff=None if data.get("futureCutoff") is None else int(data["futureCutoff"]),
+            task_offsets=None if data.get("taskOffsets") is None else int(data["taskOffsets"]),
         )
 
     def partitions(self) -> Iterable[TopicPartition]:

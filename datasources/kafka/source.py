@@ -298,7 +298,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not moved and self._processing_time_step(prev, state):
             return start
         self._last_trigger_ms = self.clock()
-        offset = KafkaOffset(end, state, range_from, future_cutoff=cutoff)
+        packing = None if self.options.min_partitions else (
+            self.options.max_records_per_partition or PACKED_TASK_OFFSETS)
+        offset = KafkaOffset(end, state, range_from, future_cutoff=cutoff, task_offsets=packing)
         return offset.to_json(self.options.watermark.lag_ms)
 
     def _processing_time_step(self, prev: KafkaOffset, state) -> bool:
@@ -400,8 +402,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         moved_w = cur.tracker.watermark != prev.tracker.watermark
         if not ranges:
             return [Heartbeat(cur.tracker.watermark)] if moved_w else []
-        tasks = ([(r,) for r in ranges] if self.options.min_partitions
-                 else pack_ranges(ranges, self.options.max_records_per_partition or PACKED_TASK_OFFSETS))
+        # packed by the budget in the offset, not today's options: a replay plans the same tasks
+        tasks = pack_ranges(ranges, cur.task_offsets) if cur.task_offsets else [(r,) for r in ranges]
         return [KafkaRange(t, first=(i == 0 and moved_w)) for i, t in enumerate(tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

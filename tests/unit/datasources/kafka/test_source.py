@@ -8,7 +8,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, Read
 from jetspark.datasources.kafka import source as kafka_source
 from jetspark.datasources.kafka.consumers import DataLossError
 from jetspark.datasources.kafka.options import KafkaSourceOptions
-from jetspark.datasources.kafka.source import Heartbeat, KafkaRange, KafkaStreamReader
+from jetspark.datasources.kafka.source import PACKED_TASK_OFFSETS, Heartbeat, KafkaRange, KafkaStreamReader
 
 T = "t"
 
@@ -303,3 +303,22 @@ def test_a_small_batch_shares_one_read_task_unless_min_partitions_asks_for_more(
     assert tasks(make(maxRecordsPerPartition="4")[0]) == [[(0, 0, 3)], [(0, 3, 5)], [(1, 0, 3)]]
     assert tasks(make(maxRecordsPerPartition="8")[0]) == [[(0, 0, 5), (1, 0, 3)]]
     assert tasks(make(minPartitions="2")[0]) == [[(0, 0, 5)], [(1, 0, 3)]]
+
+
+def test_a_replay_packs_by_the_budget_in_the_offset_not_by_todays_options(setup):
+    """The packing budget is kept in the end offset: a replay after an upgrade or an option
+    change plans the tasks the first attempt planned; an older offset has a task per range."""
+    broker, make = setup
+    broker.high = {(T, 0): 5, (T, 1): 3}
+    reader = make()[0]
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert end["taskOffsets"] == PACKED_TASK_OFFSETS
+
+    def tasks(offset):
+        replaying = make(minPartitions="2")[0]
+        return [[(s.partition, s.start, s.end) for s in p.specs] for p in replaying.partitions(start, offset)]
+
+    assert tasks(end) == [[(0, 0, 5), (1, 0, 3)]]
+    older = {k: v for k, v in end.items() if k != "taskOffsets"}
+    assert tasks(older) == [[(0, 0, 5)], [(1, 0, 3)]]

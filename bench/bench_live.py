@@ -7,7 +7,8 @@ the last one ends), a 1-second watermark lag and the RocksDB state store:
 
 * ``jetspark``: jetkafka (``read_kafka_stream``) → ``window_aggregate`` (count, sum) →
   jetjdbc ``guarantee=exactly-once`` (two-phase commit); tumbling windows run on the native
-  engine (Spark's streaming aggregation), sliding ones on the Python engine;
+  engine (Spark's streaming aggregation), sliding ones, and any with ``--early-results``, on
+  the Python engine;
 * ``jetspark-python`` (only when named in ``--contenders``): the same with
   ``engine="python"``, the Python engine for every case;
 * ``spark``: ``format("kafka")`` → ``withWatermark`` → ``groupBy(window(…), key)`` (count,
@@ -342,11 +343,11 @@ def _summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> 
                       "batch_ms": _median([r["batch_ms"] for r in runs])}
             print(f"  {case.name:20s} {c:15s} p50 {row[c]['p50']:.2f} s  p90 {row[c]['p90']:.2f} s  "
                   f"p99 {row[c]['p99']:.2f} s  max {row[c]['max']:.2f} s  batch {row[c]['batch_ms']:.0f} ms")
-        if len(contenders) >= 2:
-            a, b = (row[c] for c in contenders[:2])
+        for c in (c for c in contenders if c != "spark" and "spark" in row):
+            a, b = row[c], row["spark"]
             diff = a["batch_ms"] - b["batch_ms"]
-            print(f"  {case.name:20s} spark/jetspark latency p50 {b['p50'] / a['p50']:.2f}x "
-                  f"p99 {b['p99'] / a['p99']:.2f}x; batch jetspark − spark {diff:+.0f} ms")
+            print(f"  {case.name:20s} spark/{c} latency p50 {b['p50'] / a['p50']:.2f}x "
+                  f"p99 {b['p99'] / a['p99']:.2f}x; batch {c} − spark {diff:+.0f} ms")
         out[case.name] = row
     return out
 
@@ -362,7 +363,7 @@ def _early_summary(results: list[dict], chosen: list[Case], contenders: list[str
                       "first_seen_p99": _median([r["first_seen"]["p99"] for r in runs]),
                       "rows_per_s": _median([r["rows_per_s"] for r in runs]),
                       "batch_ms": _median([r["batch_ms"] for r in runs])}
-            print(f"  {case.name:20s} {c:8s} first seen p50 {row[c]['first_seen_p50']:.2f} s  "
+            print(f"  {case.name:20s} {c:15s} first seen p50 {row[c]['first_seen_p50']:.2f} s  "
                   f"p99 {row[c]['first_seen_p99']:.2f} s  {row[c]['rows_per_s']:.0f} rows/s  "
                   f"batch {row[c]['batch_ms']:.0f} ms")
         out[case.name] = row

@@ -247,6 +247,9 @@ def _native_streaming(
     """Streaming tumbling windows of built-in operations as Spark's own streaming
     aggregation (:func:`.native.tumbling_aggregate`), or None (the Python engine then runs).
     Null event times are counted into ``metric`` as on the Python engine."""
+    # observe also keeps the heartbeat filter above withWatermark: Spark pushes a filter that
+    # does not read the event-time column below EventTimeWatermark, and heartbeat rows, which
+    # move W on a quiet source, would then never reach it
     counted = df.observe(metric, _null_time_count(plan.time, heartbeat))
     return tumbling_aggregate(_window_rows(counted, plan, heartbeat), plan, out_schema, delay_ms)
 

@@ -130,7 +130,7 @@ def test_rows_behind_the_watermark_in_both_engines(spark, tmp_path):
     """Rows behind Spark's watermark (a source that keeps late rows): a row of a window
     already emitted is dropped by both engines; a row of a window that closes in the same
     micro-batch counts on the native engine (Spark's late-row rule: the previous batch's
-    watermark) and not on the Python engine (README, "Engines")."""
+    watermark) and not on the Python engine (README, "Live queries")."""
     folder = tmp_path / "in"
     folder.mkdir()
     files = [

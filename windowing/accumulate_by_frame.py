@@ -59,6 +59,7 @@ def merge_partials(plan: Plan, table: pa.Table) -> pa.Table:
 
 
 CARRIED_WM = "__wm"  # the input rows' event-time watermark, carried to stage 2 (not the sources' column)
+CARRIED_WM_US = "__wm_us"  # the same in epoch µs (stage 2's pandas timestamps are in the session's zone)
 BLOB = "__blob"
 
 
@@ -68,7 +69,13 @@ def _packed_rows(
     """One row per bucket: (blob of its partial rows, bucket, watermark)."""
     for b in pc.unique(buckets).to_pylist():
         blob = dump_table(table.filter(pc.equal(buckets, b)), compress=False)  # the shuffle compresses
-        yield pa.RecordBatch.from_pylist([{BLOB: blob, BUCKET: b, CARRIED_WM: wm}], schema=schema)
+        row = {BLOB: blob, BUCKET: b, CARRIED_WM: wm, CARRIED_WM_US: _epoch_us(wm)}
+        yield pa.RecordBatch.from_pylist([row], schema=schema)
+
+
+def _epoch_us(t) -> int:
+    """A watermark (a datetime, naive meaning UTC) in epoch microseconds."""
+    return pa.scalar(t, TIMESTAMP_TYPE).cast(pa.int64()).as_py()
 
 
 def stage1_function(
@@ -136,7 +143,10 @@ def stage1_function(
         if wm is None:
             return
         if out is None:
-            yield pa.RecordBatch.from_pylist([{CARRIED_WM: wm}], schema=output_schema)
+            carrier = {CARRIED_WM: wm}
+            if CARRIED_WM_US in output_schema.names:
+                carrier[CARRIED_WM_US] = _epoch_us(wm)
+            yield pa.RecordBatch.from_pylist([carrier], schema=output_schema)
             return
         if bucket_column is not None:
             buckets = out.column(bucket_column)

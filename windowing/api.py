@@ -34,6 +34,7 @@ the observed metric ``jetspark_null_event_time`` (``{"rows": n}`` in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -52,7 +53,7 @@ from pyspark.sql.types import (
 )
 
 from jetspark.columns import HEARTBEAT, TIMESTAMP_TYPE
-from jetspark.windowing.accumulate_by_frame import BLOB, CARRIED_WM, stage1_function
+from jetspark.windowing.accumulate_by_frame import BLOB, CARRIED_WM, CARRIED_WM_US, stage1_function
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
 from jetspark.windowing.combine_to_window import output_schema_fields, step
 from jetspark.windowing.definitions import Duration, WindowDefinition
@@ -149,13 +150,13 @@ def window_aggregate(
     wm_field = StructField(CARRIED_WM, TimestampType(), True, {_DELAY_KEY: delay_ms})
     # stage 1 hands stage 2 one row per (input partition, bucket): the bucket's partial
     # table as Arrow IPC bytes (see .accumulate_by_frame)
-    packed_schema = StructType(
-        [StructField(BLOB, BinaryType(), True), StructField(BUCKET, LongType(), True), wm_field]
-    )
+    packed_schema = StructType([StructField(BLOB, BinaryType(), True), StructField(BUCKET, LongType(), True),
+                                wm_field, StructField(CARRIED_WM_US, LongType(), True)])
     stage2_schema = pa.schema(
         [pa.field(f.name, to_arrow_type(f.dataType, timezone="UTC"), True) for f in partial_fields]
     )
-    arrow_packed = pa.schema([(BLOB, pa.binary()), (BUCKET, pa.int64()), (CARRIED_WM, TIMESTAMP_TYPE)])
+    arrow_packed = pa.schema([(BLOB, pa.binary()), (BUCKET, pa.int64()), (CARRIED_WM, TIMESTAMP_TYPE),
+                              (CARRIED_WM_US, pa.int64())])
     stage1 = stage1_function(plan, wm_col, heartbeat, arrow_packed, bucket_column=BUCKET)
     bucket = F.pmod(F.xxhash64(*plan.keys), F.lit(buckets))
     # rows with a null event time are counted here and dropped by stage 1 (after it has
@@ -163,17 +164,19 @@ def window_aggregate(
     df = df.observe(observation or NULL_TIME_METRIC, _null_time_count(plan.time, heartbeat))
     partials = df.select(*src_cols).withColumn(BUCKET, bucket).mapInArrow(stage1, packed_schema)
     key_types = {k: to_arrow_type(df.schema[k].dataType, timezone="UTC") for k in plan.keys}
+    # with one withWatermark, the W the rows carry is the one Spark's watermark becomes next
+    carried_delay = delay_ms if _watermarks_defined(df) == 1 else None
     grouped = partials.groupBy(BUCKET)
     if state_api == "applyInPandasWithState":  # the alternative, kept measurable
         return grouped.applyInPandasWithState(
-            pandas_with_state_function(plan, stage2_schema, key_types),
+            pandas_with_state_function(plan, stage2_schema, key_types, carried_delay),
             out_schema,
             STATE_DDL,
             "append",
             "EventTimeTimeout",
         )
     return grouped.transformWithStateInPandas(
-        stateful_processor(plan, stage2_schema, key_types), out_schema, "append", "EventTime"
+        stateful_processor(plan, stage2_schema, key_types, carried_delay), out_schema, "append", "EventTime"
     )
 
 
@@ -344,6 +347,17 @@ def _native_cells(
     types = {f.name: f.dataType for f in partial_fields}
     cells = shuffled.groupBy(*plan.keys, FRAME).agg(*(e.cast(types[c]).alias(c) for c, e in exprs.items()))
     return shuffled, cells.select(*(f.name for f in partial_fields))
+
+
+def _watermarks_defined(df: DataFrame) -> int | None:
+    """How many ``withWatermark`` the query's plan holds (None: unknown, e.g. over Spark
+    Connect). With several (a union or join of streams), Spark's watermark is their minimum,
+    which rows of one of them do not carry."""
+    try:
+        plan = df._jdf.queryExecution().analyzed().toString()
+    except Exception:  # no JVM plan on this client
+        return None
+    return len(re.findall(r"(?<![A-Za-z])EventTimeWatermark\b", plan))
 
 
 def _event_time_watermark(df: DataFrame) -> tuple[str, int]:

@@ -43,6 +43,7 @@ class StepResult:
     output: pa.Table
     next_close_us: int | None  # smallest watermark at which another window closes
     provisional_rows: int = 0  # early results: how many of the output rows are provisional
+    emitted_us: int | None = None  # windows ending at or before it are emitted (streaming)
 
 
 def output_schema_fields(plan: Plan) -> list[tuple[str, str]]:
@@ -230,13 +231,18 @@ def step(
     watermark_us: int | None,
     *,
     early_due: bool = False,
+    carried_us: int | None = None,
 ) -> StepResult | None:
     """One stage-2 step; None when there is neither state nor input.
 
-    Streaming (``watermark_us`` given): first the windows of the *retained state* ending
-    in (emitted_us, watermark_us] are emitted, then the new partials are merged — so
-    late contributions never touch a window at or before the watermark (Spark drops
-    them the same way) — and what no open window needs is evicted.
+    Streaming (``watermark_us`` given, Spark's watermark): first the windows of the
+    *retained state* ending in (emitted_us, watermark_us] are emitted, then the new partials
+    are merged — so late contributions never touch a window at or before the watermark
+    (Spark drops them the same way) — and what no open window needs is evicted.
+    ``carried_us``: the watermark the new partials' own micro-batch reached (the sources'
+    W, which Spark's watermark becomes only in the next micro-batch): windows ending up to
+    it are emitted now, after the merge, with the new partials in them — the rows they
+    would have at the next micro-batch, whose new partials Spark's watermark then excludes.
     Static (``watermark_us`` None): everything is merged and every window emitted.
 
     Early results (``plan.early``): with ``early_due`` (the bucket's period has elapsed)
@@ -249,15 +255,23 @@ def step(
         return None
     if watermark_us is None:
         return StepResult(None, emit(plan, merge(plan, table), None, None), None)
-    if state is not None and state.num_rows:
-        out = emit(plan, merge(plan, state), emitted_us, watermark_us)
+    sealed = watermark_us if emitted_us is None else max(emitted_us, watermark_us)
+    if state is not None and state.num_rows and sealed > (emitted_us if emitted_us is not None else -1):
+        out = emit(plan, merge(plan, state), emitted_us, sealed)
     else:
         out = empty_output(plan, {k: table.schema.field(k).type for k in plan.keys})
-    kept, nxt = evict(plan, merge(plan, table), watermark_us)
+    merged = merge(plan, table)
+    reached = sealed
+    if carried_us is not None and partials is not None and carried_us > sealed:
+        reached = carried_us
+        closed = emit(plan, merged, sealed, reached)
+        if closed.num_rows:
+            out = pa.concat_tables([out, closed.cast(out.schema)]) if out.num_rows else closed
+    kept, nxt = evict(plan, merged, reached)
     early = 0
     if plan.early and early_due and kept.changed is not None and kept.changed.any():
-        rows = provisional(plan, kept, watermark_us)
+        rows = provisional(plan, kept, reached)
         early = rows.num_rows
         out = pa.concat_tables([out, rows.cast(out.schema)]) if out.num_rows else rows.cast(out.schema)
         kept.changed = np.zeros(len(kept.changed), dtype=bool)
-    return StepResult(kept.table(plan), out, nxt, early)
+    return StepResult(kept.table(plan), out, nxt, early, reached)

@@ -83,17 +83,21 @@ def schema_metadata(blob: bytes) -> dict[bytes, bytes]:
     return pa.ipc.open_stream(pa.py_buffer(blob)).schema.metadata or {}
 
 
-def unpack_partials(frames: Iterator[pd.DataFrame], schema: pa.Schema) -> pa.Table | None:
+def unpack_partials(frames: Iterator[pd.DataFrame], schema: pa.Schema) -> tuple[pa.Table | None, int | None]:
     """New partial rows as one Arrow table, unpacked from stage 1's per-bucket blobs
-    (first column, by position: transformWithStateInPandas does not keep the names);
-    watermark carrier rows (null blob) dropped."""
-    tables = [
-        load_table(blob).cast(schema)
-        for pdf in frames
-        for blob in pdf.iloc[:, 0]
-        if isinstance(blob, bytes | bytearray | memoryview)
-    ]
+    (first column, by position: transformWithStateInPandas does not keep the names),
+    and the largest watermark the rows carry (fourth column, epoch µs; None: none);
+    watermark carrier rows (null blob) add only their watermark."""
+    tables, carried = [], None
+    for pdf in frames:
+        for blob in pdf.iloc[:, 0]:
+            if isinstance(blob, bytes | bytearray | memoryview):
+                tables.append(load_table(blob).cast(schema))
+        if pdf.shape[1] > 3 and len(pdf):
+            wm = pdf.iloc[:, 3].max()
+            if not pd.isna(wm):
+                carried = int(wm) if carried is None else max(carried, int(wm))
     tables = [t for t in tables if t.num_rows]
     if not tables:
-        return None
-    return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        return None, carried
+    return (tables[0] if len(tables) == 1 else pa.concat_tables(tables)), carried

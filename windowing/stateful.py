@@ -59,9 +59,13 @@ class _Core:
 
     def run(
         self, blob: bytes | None, emitted_ms: int | None, partials: pa.Table | None, wm_ms: int,
-        now_ms: int | None = None,
+        now_ms: int | None = None, carried_ms: int | None = None,
     ) -> tuple[StepResult | None, bytes | None, int | None]:
         """One step: (its result, the new state blob or None, the bucket's next timer or None).
+
+        ``carried_ms``: the watermark the new partials' micro-batch reached (see
+        :func:`.combine_to_window.step`); the result's ``emitted_us`` is what to store as the
+        bucket's last emission.
 
         The timer is also written into the blob (:data:`TIMER_KEY`), so the next call knows
         which timer the bucket holds without asking Spark for it. ``now_ms``: the processing
@@ -83,10 +87,11 @@ class _Core:
             None if emitted_ms is None else emitted_ms * 1000,
             wm_ms * 1000,
             early_due=due,
+            carried_us=None if carried_ms is None else carried_ms * 1000,
         )
         new_blob = timer = None
         if res is not None and res.state is not None and res.state.num_rows:
-            timer = _timer_ms(res.next_close_us, wm_ms)
+            timer = _timer_ms(res.next_close_us, res.emitted_us // 1000)
             records = {} if timer is None else {TIMER_KEY: str(timer).encode()}
             early = now_ms if res.provisional_rows else last_early
             if early is not None:
@@ -120,20 +125,40 @@ def stored_timers(blob: bytes | None) -> set[int] | None:
     return {int(meta[TIMER_KEY])}
 
 
-def pandas_with_state_function(plan: Plan, partial_schema: pa.Schema, key_types: dict):
-    """The function for ``groupBy(bucket).applyInPandasWithState(…, EventTimeTimeout)``."""
+def _carried_ms(carried_us: int | None, delay_ms: int | None) -> int | None:
+    """The watermark the rows' micro-batch reached: the largest watermark-column value they
+    carry, less ``withWatermark``'s delay, in whole ms (rounded down); None when ``delay_ms``
+    is None (emission at Spark's watermark only)."""
+    return None if carried_us is None or delay_ms is None else carried_us // 1000 - delay_ms
+
+
+def _emitted_ms(res: StepResult | None, wm_ms: int) -> int:
+    return wm_ms if res is None or res.emitted_us is None else max(res.emitted_us // 1000, wm_ms)
+
+
+def _unpacked(state, frames, core: _Core) -> tuple[pa.Table | None, int | None]:
+    return (None, None) if state.hasTimedOut else unpack_partials(frames, core.partial_schema)
+
+
+def pandas_with_state_function(
+    plan: Plan, partial_schema: pa.Schema, key_types: dict, delay_ms: int | None = None
+):
+    """The function for ``groupBy(bucket).applyInPandasWithState(…, EventTimeTimeout)``;
+    ``delay_ms``: the delay of the query's one ``withWatermark`` (None: windows are emitted
+    at Spark's watermark only, see :func:`.combine_to_window.step`)."""
     core = _Core(plan, partial_schema, key_types)
 
     def fn(key, frames, state) -> Iterator[pd.DataFrame]:
-        partials = None if state.hasTimedOut else unpack_partials(frames, core.partial_schema)
+        partials, carried = _unpacked(state, frames, core)
         blob, emitted = (state.get[0], state.get[1]) if state.exists else (None, None)
         wm = state.getCurrentWatermarkMs()
-        res, new_blob, timer = core.run(blob, emitted, partials, wm, state.getCurrentProcessingTimeMs())
+        res, new_blob, timer = core.run(blob, emitted, partials, wm, state.getCurrentProcessingTimeMs(),
+                                        _carried_ms(carried, delay_ms))
         if new_blob is None:
             if state.exists:
                 state.remove()
         else:
-            state.update((new_blob, wm))
+            state.update((new_blob, _emitted_ms(res, wm)))
             if timer is not None:
                 state.setTimeoutTimestamp(timer - 1 if timer - 1 >= max(wm, 1) else timer)
         yield from core.output(res)
@@ -141,8 +166,9 @@ def pandas_with_state_function(plan: Plan, partial_schema: pa.Schema, key_types:
     return fn
 
 
-def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
-    """A ``StatefulProcessor`` for ``transformWithStateInPandas`` (timeMode EventTime)."""
+def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict, delay_ms: int | None = None):
+    """A ``StatefulProcessor`` for ``transformWithStateInPandas`` (timeMode EventTime);
+    ``delay_ms`` as for :func:`pandas_with_state_function`."""
     from pyspark.sql.streaming import StatefulProcessor
 
     core = _Core(plan, partial_schema, key_types)
@@ -153,7 +179,8 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
             self.value = handle.getValueState("bucket", STATE_DDL)
 
         def _run(
-            self, partials: pa.Table | None, wm: int, now: int, firing: int | None = None
+            self, partials: pa.Table | None, wm: int, now: int, firing: int | None = None,
+            carried: int | None = None,
         ) -> Iterator[pd.DataFrame]:
             """One step; afterwards the bucket has exactly one timer (its next close) or none.
 
@@ -166,13 +193,13 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
             registered = stored_timers(blob)
             if registered is None:
                 registered = set(self.handle.listTimers())
-            res, new_blob, timer = core.run(blob, emitted, partials, wm, now)
+            res, new_blob, timer = core.run(blob, emitted, partials, wm, now, carried)
             for t in registered - {timer, firing}:
                 self.handle.deleteTimer(t)
             if new_blob is None:
                 self.value.clear()
             else:
-                self.value.update((new_blob, wm))
+                self.value.update((new_blob, _emitted_ms(res, wm)))
             if timer is not None and timer not in registered:
                 self.handle.registerTimer(timer)
             yield from core.output(res)
@@ -180,7 +207,8 @@ def stateful_processor(plan: Plan, partial_schema: pa.Schema, key_types: dict):
         def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)
             now = timerValues.getCurrentProcessingTimeInMs()  # the batch's time, also with EventTime
-            yield from self._run(unpack_partials(rows, core.partial_schema), wm, now)
+            partials, carried = unpack_partials(rows, core.partial_schema)
+            yield from self._run(partials, wm, now, carried=_carried_ms(carried, delay_ms))
 
         def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[pd.DataFrame]:
             wm = max(timerValues.getCurrentWatermarkInMs(), 0)

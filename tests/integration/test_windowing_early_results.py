@@ -199,12 +199,14 @@ def test_upserts_with_exactly_once_survive_a_kill_between_provisional_and_final_
     folder, batches = files
     table = f"{pg_schema}.windows"
     args = [pg_dsn, table, str(tmp_path / "ck"), str(folder)]
-    # 1: killed once batch 0 is in the table (provisional rows only), before Spark recorded it
+    # 1: killed once batch 0 is in the table (provisional rows of the windows it left open,
+    # final ones of those its own W closed), before Spark recorded it
     run = run_script(SCRIPT, *args, fault="sink.after_commit@1", state_dir=tmp_path)
     assert run.killed, run.output[-3000:]
     first = _table_rows(pg_dsn, pg_schema, "windows")
-    assert first and not any(r[5] for r in first)
-    # 2: the restart replays batch 0, writes batch 1 (the first final rows) and is killed again
+    provisional = {(k, s, e) for k, s, e, _, _, final in first if not final}
+    assert provisional
+    # 2: the restart replays batch 0, writes batch 1 and is killed again
     run = run_script(SCRIPT, *args, fault="sink.after_commit@2", state_dir=tmp_path)
     assert run.killed, run.output[-3000:]
     assert any(r[5] for r in _table_rows(pg_dsn, pg_schema, "windows"))
@@ -214,6 +216,7 @@ def test_upserts_with_exactly_once_survive_a_kill_between_provisional_and_final_
     assert all(r[5] for r in rows), "a provisional row is the last word of its window"
     assert {(k, s, e): n for k, s, e, n, _, _ in rows} == {w: r["n"] for w, r in expected.items()}
     assert len(rows) == len(expected)  # one row per window
+    assert provisional <= {(k, s, e) for k, s, e, *_ in rows}  # each ended as its final row
     # finalColumn: a stray provisional row (and a second final one) of a final window changes nothing
     k, start, end, n, _, _ = rows[0]
     stale = spark.createDataFrame(

@@ -6,11 +6,11 @@ in turn, each for ``--seconds``, with the default trigger (the next micro-batch 
 the last one ends), a 1-second watermark lag and the RocksDB state store:
 
 * ``jetspark``: jetkafka (``read_kafka_stream``) → ``window_aggregate`` (count, sum) →
-  jetjdbc ``guarantee=exactly-once`` (two-phase commit); tumbling windows run on the native
-  engine (Spark's streaming aggregation), sliding ones, and any with ``--early-results``, on
-  the Python engine;
-* ``jetspark-python`` (only when named in ``--contenders``): the same with
-  ``engine="python"``, the Python engine for every case;
+  jetjdbc ``guarantee=exactly-once`` (two-phase commit), on the Python engine
+  (``engine="auto"``);
+* ``jetspark-native`` (only when named in ``--contenders``): the same with
+  ``engine="native"``: tumbling windows on Spark's streaming aggregation (other cases
+  fail: only tumbling ones have that form);
 * ``spark``: ``format("kafka")`` → ``withWatermark`` → ``groupBy(window(…), key)`` (count,
   sum) → ``foreachBatch`` appending with Spark's JDBC writer.
 
@@ -198,11 +198,11 @@ def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
     return windows.writeStream.outputMode(mode).foreachBatch(append).option("checkpointLocation", ck).start()
 
 
-def jetspark_python_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
-    return jetspark_query(spark, bootstrap, topic, case, dsn, table, ck, args, engine="python")
+def jetspark_native_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
+    return jetspark_query(spark, bootstrap, topic, case, dsn, table, ck, args, engine="native")
 
 
-STARTERS = {"jetspark": jetspark_query, "spark": spark_query, "jetspark-python": jetspark_python_query}
+STARTERS = {"jetspark": jetspark_query, "spark": spark_query, "jetspark-native": jetspark_native_query}
 DURATION_KEYS = ("triggerExecution", "latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",
                  "commitOffsets")
 

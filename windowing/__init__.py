@@ -15,7 +15,7 @@ holds the partial tables exchanged between them and kept in state (:mod:`.statef
 
 from jetspark.windowing import ops
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation, Field
-from jetspark.windowing.api import NULL_TIME_METRIC, STATE_APIS, window_aggregate
+from jetspark.windowing.api import ENGINES, NULL_TIME_METRIC, STATE_APIS, window_aggregate
 from jetspark.windowing.definitions import (
     SessionWindow,
     SlidingWindow,
@@ -26,6 +26,7 @@ from jetspark.windowing.definitions import (
 )
 
 __all__ = [
+    "ENGINES",
     "EVENT_TIME",
     "NULL_TIME_METRIC",
     "STATE_APIS",

@@ -65,6 +65,7 @@ from jetspark.worker_python import warn_if_workers_lack_jetspark
 
 _DELAY_KEY = WATERMARK_DELAY_KEY
 STATE_APIS = ("transformWithStateInPandas", "applyInPandasWithState")  # default first
+ENGINES = ("auto", "python", "native")  # default first
 #: Name of the observed metric counting rows with a null event time (streaming).
 NULL_TIME_METRIC = "jetspark_null_event_time"
 DEFAULT_BUCKETS = 16
@@ -94,12 +95,15 @@ def window_aggregate(
     (False: always combine frames). ``buckets``: number of state groups of a streaming
     query — fixed for the life of its checkpoint. ``state_api``: one of ``STATE_APIS``
     (``transformWithStateInPandas`` by default, see :mod:`.stateful` for why).
-    ``engine``: ``"auto"`` lets tumbling windows of built-in operations run as Spark's
-    native aggregation (see :mod:`.native`; streaming: Spark's own streaming aggregation and
-    state store, whose checkpoints the Python engine's cannot continue), and static sliding windows
-    of operations Spark can accumulate (count, sum, mean, min, max, variance, stddev) take
-    their per-(key, frame) cells from Spark's aggregation, so only stage 2 runs in Python;
-    ``"python"`` never does either (nor does a streaming query with ``early_results``).
+    ``engine``: one of ``ENGINES``. ``"auto"``: static tumbling windows of built-in
+    operations run as Spark's native aggregation (see :mod:`.native`), and static sliding
+    windows of operations Spark can accumulate (count, sum, mean, min, max, variance,
+    stddev) take their per-(key, frame) cells from Spark's aggregation, so only stage 2 runs
+    in Python; a streaming query runs on the Python engine, which emits a window by the
+    micro-batch whose W closes it. ``"python"``: never Spark's aggregation. ``"native"``: as
+    ``"auto"``, and a streaming tumbling window of built-in operations (no early results) is
+    Spark's own streaming aggregation — less work per micro-batch, a window one micro-batch
+    later, a checkpoint the Python engine's cannot continue (nor the reverse).
     ``observation``: where the count of rows with a null
     event time goes — static: a ``pyspark.sql.Observation`` that receives ``{"rows": n}``
     once the result is computed; streaming: the name of the observed metric in the query's
@@ -138,10 +142,14 @@ def window_aggregate(
         return out if period_us is None else out.withColumn(FINAL, F.lit(True))
 
     wm_col, delay_ms = _event_time_watermark(df)
-    if engine == "auto" and period_us is None:  # early results need the Python engine's state
-        native = _native_streaming(df, plan, heartbeat, out_schema, delay_ms, observation or NULL_TIME_METRIC)
-        if native is not None:
-            return native
+    if engine == "native":
+        native = None if period_us is not None else _native_streaming(
+            df, plan, heartbeat, out_schema, delay_ms, observation or NULL_TIME_METRIC)
+        if native is None:
+            raise AggregateError(
+                "engine='native' on a stream runs tumbling windows of built-in operations without "
+                "early_results (Spark's streaming aggregation); use engine='auto' for this window")
+        return native
     for extra in (wm_col, heartbeat):
         if extra is not None and extra not in src_cols:
             src_cols.append(extra)
@@ -213,8 +221,8 @@ def _prepare(
     missing = [c for c in plan.input_columns if c not in df.columns]
     if missing:
         raise AggregateError(f"columns not found: {missing}; the DataFrame has {df.columns}")
-    if engine not in ("auto", "python"):
-        raise AggregateError(f"engine must be 'auto' or 'python', got {engine!r}")
+    if engine not in ENGINES:
+        raise AggregateError(f"engine must be one of {ENGINES}, got {engine!r}")
     time_type = df.schema[plan.time].dataType
     if not isinstance(time_type, TimestampType | TimestampNTZType):
         raise AggregateError(
@@ -289,7 +297,7 @@ def _batch_stages(
         df = df.observe(observation, _null_time_count(plan.time, heartbeat))
     df = _window_rows(df, plan, heartbeat)
     stages: dict[str, DataFrame] = {}
-    if engine == "auto":
+    if engine in ("auto", "native"):
         native = tumbling_aggregate(df, plan, out_schema)
         if native is not None:
             stages["input"] = df.select(*src_cols)

@@ -1,4 +1,4 @@
-"""Streaming tumbling windows on Spark's own streaming aggregation (``engine="auto"``) against
+"""Streaming tumbling windows on Spark's own streaming aggregation (``engine="native"``) against
 the Python engine (``engine="python"``): the same windows, emitted in the same micro-batch,
 on the same input — NaN, null event times and their metric, heartbeats, several micro-batches."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from jetspark.windowing import NULL_TIME_METRIC, ops, tumbling, window_aggregate
+from jetspark.windowing import NULL_TIME_METRIC, AggregateError, ops, sliding, tumbling, window_aggregate
 from jetspark.windowing.reference import reference_windows
 from tests.integration.test_windowing_spark import (
     AGGS,
@@ -71,7 +71,7 @@ def test_streaming_tumbling_native_engine_equals_python_engine(spark, tmp_path):
     for i, b in enumerate(batches):
         write_batch(folder, i, b)
 
-    native, native_prog, native_plan = _run(spark, folder, tmp_path / "ck_native", "auto")
+    native, native_prog, native_plan = _run(spark, folder, tmp_path / "ck_native", "native")
     python, python_prog, python_plan = _run(spark, folder, tmp_path / "ck_python", "python")
 
     assert "TransformWithState" not in native_plan and "MapInArrow" not in native_plan, native_plan
@@ -92,6 +92,25 @@ def test_streaming_tumbling_native_engine_equals_python_engine(spark, tmp_path):
     assert sum(n for _, n in metric(native_prog)) == nulls > 0
 
 
+def test_auto_streams_on_the_python_engine_and_native_is_asked_for(spark, tmp_path):
+    """``engine="auto"`` keeps a stream on the Python engine (it emits a window one
+    micro-batch sooner); ``"native"`` is Spark's aggregation, and refuses what it cannot run."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_batch(folder, 0, make_batches(seed=1, batches=1, rows=10)[0])
+    schema = spark.read.parquet(str(folder)).schema
+    src = spark.readStream.schema(schema).parquet(str(folder)).withWatermark("watermark", "0 seconds")
+
+    def plan(engine: str, window=WINDOW, **extra) -> str:
+        out = window_aggregate(src, key="k", time="ts", window=window, aggs=AGGS, engine=engine, **extra)
+        return out._jdf.queryExecution().analyzed().toString()
+
+    assert "TransformWithState" in plan("auto") and "TransformWithState" not in plan("native")
+    for window, extra in ((sliding("30 seconds", "15 seconds"), {}), (WINDOW, {"early_results": "1 second"})):
+        with pytest.raises(AggregateError, match="engine='native' on a stream runs tumbling windows"):
+            plan("native", window, **extra)
+
+
 def test_python_engine_checkpoint_is_refused_by_the_native_engine(spark, tmp_path):
     """A checkpoint written by the Python engine cannot continue on Spark's aggregation
     (different state): Spark refuses the first batch after the restart before it runs,
@@ -107,7 +126,7 @@ def test_python_engine_checkpoint_is_refused_by_the_native_engine(spark, tmp_pat
     refusal = (r"(?s)STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
                r".*OperatorName: transformWithStateInPandasExec.*OperatorName: stateStoreSave")
     with pytest.raises(Exception, match=refusal):
-        _run(spark, folder, tmp_path / "ck", "auto", aggs=aggs)
+        _run(spark, folder, tmp_path / "ck", "native", aggs=aggs)
     emitted, progress, _ = _run(spark, folder, tmp_path / "ck", "python", aggs=aggs)
     assert sum(p["numInputRows"] for p in progress) == len(second["k"])  # the second file only
     assert emitted and all(r.n > 0 for rows in emitted.values() for r in rows)
@@ -149,10 +168,10 @@ def test_rows_behind_the_watermark_in_both_engines(spark, tmp_path):
         write_batch(folder, i, b)
     aggs = {"n": ops.count()}
     got = {}
-    for engine in ("auto", "python"):
+    for engine in ("native", "python"):
         emitted, _, _ = _run(spark, folder, tmp_path / f"ck_{engine}", engine, window=tumbling("10 seconds"),
                              aggs=aggs)  # fmt: skip
         windows = rows_by_window(r for rows in emitted.values() for r in rows)
         got[engine] = {(k, (s - BASE_US) // SEC): r["n"] for (k, s, _), r in windows.items()}
     assert got["python"] == {("a", 0): 1, ("a", 10): 1, ("b", 30): 1}
-    assert got["auto"] == {("a", 0): 1, ("a", 10): 2, ("b", 30): 1}
+    assert got["native"] == {("a", 0): 1, ("a", 10): 2, ("b", 30): 1}

@@ -256,7 +256,7 @@ def _native_streaming(
     df: DataFrame, plan: Plan, heartbeat: str | None, out_schema: StructType, delay_ms: int, metric: str
 ) -> DataFrame | None:
     """Streaming tumbling windows of built-in operations as Spark's own streaming
-    aggregation (:func:`.native.tumbling_aggregate`), or None (the Python engine then runs).
+    aggregation (:func:`.native.tumbling_aggregate`), or None when the window has no such form.
     Null event times are counted into ``metric`` as on the Python engine."""
     # observe also keeps the heartbeat filter above withWatermark: Spark pushes a filter that
     # does not read the event-time column below EventTimeWatermark, and heartbeat rows, which

@@ -329,18 +329,26 @@ def main() -> None:
     write_report("live", {"args": vars(args), "runs": results, "summary": summary, "load_average": load})
 
 
+def _medians(results: list[dict], case: Case, contender: str, paths: dict[str, tuple[str, ...]]) -> dict:
+    """Per name, the median over the contender's runs of ``case`` of the value at its path."""
+    runs = [r for r in results if r["case"] == case.name and r["contender"] == contender]
+
+    def at(run: dict, path: tuple[str, ...]):
+        for part in path:
+            run = run[part]
+        return run
+
+    return {name: _median([at(r, path) for r in runs]) for name, path in paths.items()}
+
+
 def _summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> dict:
     out: dict = {}
     print("\nmedians of the runs:")
     for case in chosen:
         row = {}
         for c in contenders:
-            runs = [r for r in results if r["case"] == case.name and r["contender"] == c]
-            row[c] = {"p50": _median([r["latency"]["p50"] for r in runs]),
-                      "p90": _median([r["latency"]["p90"] for r in runs]),
-                      "p99": _median([r["latency"]["p99"] for r in runs]),
-                      "max": _median([r["latency"]["max"] for r in runs]),
-                      "batch_ms": _median([r["batch_ms"] for r in runs])}
+            row[c] = _medians(results, case, c, {q: ("latency", q) for q in ("p50", "p90", "p99", "max")}
+                              | {"batch_ms": ("batch_ms",)})
             print(f"  {case.name:20s} {c:15s} p50 {row[c]['p50']:.2f} s  p90 {row[c]['p90']:.2f} s  "
                   f"p99 {row[c]['p99']:.2f} s  max {row[c]['max']:.2f} s  batch {row[c]['batch_ms']:.0f} ms")
         for c in (c for c in contenders if c != "spark" and "spark" in row):
@@ -358,11 +366,9 @@ def _early_summary(results: list[dict], chosen: list[Case], contenders: list[str
     for case in chosen:
         row = {}
         for c in contenders:
-            runs = [r for r in results if r["case"] == case.name and r["contender"] == c]
-            row[c] = {"first_seen_p50": _median([r["first_seen"]["p50"] for r in runs]),
-                      "first_seen_p99": _median([r["first_seen"]["p99"] for r in runs]),
-                      "rows_per_s": _median([r["rows_per_s"] for r in runs]),
-                      "batch_ms": _median([r["batch_ms"] for r in runs])}
+            row[c] = _medians(results, case, c, {"first_seen_p50": ("first_seen", "p50"),
+                                                 "first_seen_p99": ("first_seen", "p99"),
+                                                 "rows_per_s": ("rows_per_s",), "batch_ms": ("batch_ms",)})
             print(f"  {case.name:20s} {c:15s} first seen p50 {row[c]['first_seen_p50']:.2f} s  "
                   f"p99 {row[c]['first_seen_p99']:.2f} s  {row[c]['rows_per_s']:.0f} rows/s  "
                   f"batch {row[c]['batch_ms']:.0f} ms")

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 import trustme
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from jetspark.devtools.services import kafka
 from jetspark.devtools.services.process import stop
 from jetspark.devtools.services.security import Login, ServerTls
+from tests.integration.scripts.sink_kafka_read import read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -68,22 +69,7 @@ def _topic(broker: dict, records: int = 0) -> str:
 
 def _values(broker: dict, topic: str) -> list[str]:
     """The committed values of ``topic`` (read over the plain listener)."""
-    consumer = Consumer({"bootstrap.servers": broker["plain"], "group.id": uuid.uuid4().hex,
-                         "isolation.level": "read_committed", "enable.partition.eof": True})
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in (0, 1)])
-        out, at_end = [], set()
-        while len(at_end) < 2:
-            msg = consumer.poll(30)
-            assert msg is not None, "reading the topic back timed out"
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                at_end.add(msg.partition())
-            elif msg.value() is not None:  # the sink's commit markers are control records
-                out.append(msg.value().decode())
-        return sorted(out)
-    finally:
-        consumer.close()
+    return sorted(v.decode() for _, v, _, _ in read_topic(broker["plain"], topic) if v is not None)
 
 
 def _scram(broker: dict, **extra: str) -> dict[str, str]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+from query_end import run_to_end  # the script's folder is on sys.path
+
 from jetspark.devtools.spark import local_session
 from jetspark.sinks.jdbc.writer import JdbcDataSource
 from jetspark.windowing import ops, tumbling, window_aggregate
@@ -30,12 +32,7 @@ def main() -> None:
              .option("guarantee", "exactly-once").option("commit", "upsert")
              .option("keys", "k,window_start").option("finalColumn", "final").option("createTable", "true")
              .option("checkpointLocation", checkpoint).start())
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    print("DONE", flush=True)
-    spark.stop()
+    run_to_end(spark, query)
 
 
 if __name__ == "__main__":

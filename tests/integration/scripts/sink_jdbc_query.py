@@ -16,6 +16,7 @@ _HERE = str(Path(__file__).resolve().parent)
 sys.path.insert(0, _HERE)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_HERE, os.environ.get("PYTHONPATH")]))
 
+from query_end import run_to_end  # noqa: E402
 from sink_ids_source import IdsSource  # noqa: E402
 
 from jetspark.devtools.spark import local_session  # noqa: E402
@@ -36,12 +37,7 @@ def main() -> None:
     if commit == "upsert":
         writer = writer.option("keys", "id")
     query = writer.start()
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    print("DONE", flush=True)
-    spark.stop()
+    run_to_end(spark, query)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ _HERE = str(Path(__file__).resolve().parent)
 sys.path.insert(0, _HERE)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_HERE, os.environ.get("PYTHONPATH")]))
 
+from query_end import run_to_end  # noqa: E402
 from sink_ids_source import IdsSource  # noqa: E402
 from sink_kafka_test_source import KafkaSinkTestSource  # noqa: E402
 
@@ -34,12 +35,7 @@ def main() -> None:
     query = (stream.writeStream.format("jetkafka_sink_test").option("kafka.bootstrap.servers", bootstrap)
              .option("topic", topic).option("guarantee", GIVES[commit]).option("commit", commit)
              .option("checkpointLocation", checkpoint).start())
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    print("DONE", flush=True)
-    spark.stop()
+    run_to_end(spark, query)
 
 
 if __name__ == "__main__":

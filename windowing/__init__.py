@@ -10,7 +10,8 @@ per-(key, frame) partials), :mod:`.combine_to_window` stage 2 (frames → window
 combine and deduct: :mod:`.sliding_scan`; sessions: :mod:`.sessions`); :mod:`.partials`
 holds the partial tables exchanged between them and kept in state (:mod:`.stateful`);
 :mod:`.early_results` the period of provisional rows (``early_results``);
-:mod:`.kernels` the vectorized accumulator kernels; :mod:`.plan` the compiled query.
+:mod:`.kernels` the vectorized accumulator kernels; :mod:`.plan` the compiled query;
+:mod:`.partitions` the stateful stage's task count when the session leaves it at Spark's default.
 """
 
 from jetspark.windowing import ops
@@ -24,6 +25,7 @@ from jetspark.windowing.definitions import (
     sliding,
     tumbling,
 )
+from jetspark.windowing.partitions import StatefulPartitionsWarning
 
 __all__ = [
     "ENGINES",
@@ -35,6 +37,7 @@ __all__ = [
     "Field",
     "SessionWindow",
     "SlidingWindow",
+    "StatefulPartitionsWarning",
     "WindowDefinitionError",
     "ops",
     "session",

@@ -59,6 +59,7 @@ from jetspark.windowing.combine_to_window import output_schema_fields, step
 from jetspark.windowing.definitions import Duration, WindowDefinition
 from jetspark.windowing.early_results import FINAL, early_results_us, with_final_column
 from jetspark.windowing.native import WATERMARK_DELAY_KEY, native_partial_fields, tumbling_aggregate
+from jetspark.windowing.partitions import choose_stateful_partitions
 from jetspark.windowing.plan import BUCKET, FRAME, Plan
 from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
 from jetspark.worker_python import warn_if_workers_lack_jetspark
@@ -109,7 +110,9 @@ def window_aggregate(
     once the result is computed; streaming: the name of the observed metric in the query's
     progress (default ``jetspark_null_event_time``; two window aggregations in one query
     need two names). Warns once when Spark's Python workers would run an interpreter without
-    jetspark (:mod:`jetspark.worker_python`). ``early_results``: the period (a duration;
+    jetspark (:mod:`jetspark.worker_python`). On a stream, a ``spark.sql.shuffle.partitions``
+    left at Spark's default is set to the default parallelism, with a warning
+    (:mod:`.partitions`). ``early_results``: the period (a duration;
     0: every micro-batch) of provisional rows of open windows, told apart by a boolean
     ``final`` column; None (the default): final rows only and no ``final`` column (a static
     DataFrame's windows are all final). See :mod:`.early_results`.
@@ -142,6 +145,7 @@ def window_aggregate(
         return out if period_us is None else out.withColumn(FINAL, F.lit(True))
 
     wm_col, delay_ms = _event_time_watermark(df)
+    choose_stateful_partitions(df.sparkSession)
     if engine == "native":
         native = None if period_us is not None else _native_streaming(
             df, plan, heartbeat, out_schema, delay_ms, observation or NULL_TIME_METRIC)

@@ -21,10 +21,12 @@ the last one ends), a 1-second watermark lag and the RocksDB state store:
 
 Both write into a table with a column ``written_at timestamptz DEFAULT clock_timestamp()``;
 a window's latency is ``written_at − window_end`` over the windows of the steady part of
-the run (ends at least ``--warmup`` seconds after the query started, and before the
-producer stopped). For the two-phase sink ``written_at`` is the time of the task's COPY;
-the row becomes visible at the batch's ``COMMIT PREPARED``, a few ms to the batch's end
-later, so the figure is optimistic for jetspark by that much.
+the run (ends at least ``--warmup`` seconds after the query started, and at least the
+window's length before the producer stopped; a run lasts ``--seconds`` or, for a long
+window, long enough to have such windows: warmup + window + 30 s). For the two-phase sink
+``written_at`` is the time of the task's COPY; the row becomes visible at the batch's
+``COMMIT PREPARED``, a few ms to the batch's end later, so the figure is optimistic for
+jetspark by that much.
 
 Per micro-batch (steady part), from the query progress: the trigger's wall time and
 Spark's own durations (``latestOffset`` = the source's planning, ``addBatch`` = the
@@ -273,7 +275,7 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
     started = time.time()
     query = STARTERS[contender](spark, bootstrap, topic, case, dsn, table, str(workdir / f"ck-{table}"), args)
     try:
-        while time.time() - started < args.seconds:
+        while time.time() - started < run_seconds(case, args):
             if query.exception() is not None:
                 raise RuntimeError(f"{contender}: {query.exception()}")
             time.sleep(0.5)
@@ -295,6 +297,12 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
             "batch_ms": _median([p["durationMs"].get("triggerExecution", 0) for p in steady]),
             "breakdown_ms": {k: _median([p["durationMs"].get(k, 0) for p in steady]) for k in DURATION_KEYS},
             "state_ms": _state(steady), "rows_per_batch": _median([p["numInputRows"] for p in steady])}
+
+
+def run_seconds(case: Case, args) -> float:
+    """``--seconds``, or longer for a long window: windows ending in the steady part, with a
+    window's length (and 30 s) of margin before the stop, so slow windows are not cut off."""
+    return max(args.seconds, args.warmup + case.size_s + 30)
 
 
 def _epoch(ts: str) -> float:

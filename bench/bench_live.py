@@ -23,7 +23,7 @@ Both write into a table with a column ``written_at timestamptz DEFAULT clock_tim
 a window's latency is ``written_at − window_end`` over the windows of the steady part of
 the run (ends at least ``--warmup`` seconds after the query started, and at least the
 window's length before the producer stopped; a run lasts ``--seconds`` or, for a long
-window, long enough to have such windows: warmup + window + 30 s). For the two-phase sink
+window, long enough to have such windows: at least warmup + window + 30 s). For the two-phase sink
 ``written_at`` is the time of the task's COPY; the row becomes visible at the batch's
 ``COMMIT PREPARED``, a few ms to the batch's end later, so the figure is optimistic for
 jetspark by that much.
@@ -74,7 +74,7 @@ import numpy as np
 from kafka_bench import write_report
 
 CONTENDERS = ("jetspark", "spark")
-CORES = 2  # local[2], local_session's master: the default parallelism with --shuffle-partitions default
+CORES = 2  # the local master's cores: the default parallelism with --shuffle-partitions default
 LAG = "1 second"
 PARTITIONS = 4
 
@@ -223,6 +223,9 @@ def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
     from pyspark.sql.streaming import StatefulProcessor
 
     from jetspark.datasources import read_kafka_stream
+    from jetspark.windowing.partitions import choose_stateful_partitions
+
+    choose_stateful_partitions(spark)  # as window_aggregate does, for --shuffle-partitions default
 
     class CountPerBucket(StatefulProcessor):
         def init(self, handle) -> None:
@@ -357,7 +360,8 @@ def main() -> None:
     contenders = args.contenders.split(",")
     endpoints = acquire(["kafka", "postgres"]).endpoints
     tuned = args.shuffle_partitions != "default"
-    spark = local_session("bench-live", shuffle_partitions=int(args.shuffle_partitions) if tuned else CORES,
+    spark = local_session("bench-live", master=f"local[{CORES}]",
+                          shuffle_partitions=int(args.shuffle_partitions) if tuned else CORES,
                           conf={**spark_jars_conf([*POSTGRES_JDBC, *SPARK_KAFKA]),
                                 "spark.sql.streaming.numRecentProgressUpdates": "10000",
                                 **dict(kv.split("=", 1) for kv in args.conf)})

@@ -110,10 +110,11 @@ def window_aggregate(
     once the result is computed; streaming: the name of the observed metric in the query's
     progress (default ``jetspark_null_event_time``; two window aggregations in one query
     need two names). Warns once when Spark's Python workers would run an interpreter without
-    jetspark (:mod:`jetspark.worker_python`). On a stream, a ``spark.sql.shuffle.partitions``
-    left at Spark's default is set to the default parallelism, with a warning
-    (:mod:`.partitions`). ``early_results``: the period (a duration;
-    0: every micro-batch) of provisional rows of open windows, told apart by a boolean
+    jetspark (:mod:`jetspark.worker_python`). On a stream with a local master, a
+    ``spark.sql.shuffle.partitions`` left at Spark's default is set to the default
+    parallelism, with a warning (elsewhere the warning only; :mod:`.partitions`).
+    ``early_results``: the period (a duration; 0: every micro-batch) of provisional rows of
+    open windows, told apart by a boolean
     ``final`` column; None (the default): final rows only and no ``final`` column (a static
     DataFrame's windows are all final). See :mod:`.early_results`.
     """
@@ -145,7 +146,6 @@ def window_aggregate(
         return out if period_us is None else out.withColumn(FINAL, F.lit(True))
 
     wm_col, delay_ms = _event_time_watermark(df)
-    choose_stateful_partitions(df.sparkSession)
     if engine == "native":
         native = None if period_us is not None else _native_streaming(
             df, plan, heartbeat, out_schema, delay_ms, observation or NULL_TIME_METRIC)
@@ -153,7 +153,9 @@ def window_aggregate(
             raise AggregateError(
                 "engine='native' on a stream runs tumbling windows of built-in operations without "
                 "early_results (Spark's streaming aggregation); use engine='auto' for this window")
+        choose_stateful_partitions(df.sparkSession)
         return native
+    choose_stateful_partitions(df.sparkSession)
     for extra in (wm_col, heartbeat):
         if extra is not None and extra not in src_cols:
             src_cols.append(extra)

@@ -1,57 +1,75 @@
 """How many tasks a streaming window's stateful stage runs in, when the user chose none.
 
 Spark runs a streaming query's stateful operator in ``spark.sql.shuffle.partitions`` tasks,
-a number the checkpoint keeps from its first micro-batch. Every micro-batch, each of those
-tasks commits its state store and, on the Python engine, opens a session with Spark's
-Python state server, whatever it carries: a fixed cost per task (``bench/bench_live.py``'s
-``floor`` contender measures it). At Spark's default of 200, a live micro-batch on a small
-cluster lasts tens of seconds, for Spark's own ``window()`` as for jetspark.
+a number a new checkpoint takes from the session when the query starts and keeps for good.
+Every micro-batch, each of those tasks commits its state store (and, with
+``transformWithStateInPandas``, opens a session with Spark's Python state server), whatever
+it carries: a fixed cost per task (``bench/bench_live.py``'s ``floor`` contender measures
+it). At Spark's default of 200 a live micro-batch on 2 cores takes about 10 s for Spark's
+own ``window()`` and about 20 s on the Python engine.
 
-So a streaming :func:`~jetspark.windowing.window_aggregate` whose session leaves that setting
-at Spark's default sets it, for the session, to Spark's default parallelism (the cores the
-application has) and says so once with a :class:`StatefulPartitionsWarning`. A value the
-user set (session, ``spark-submit --conf``, builder) is never changed, nor one a checkpoint
-already holds (Spark restores it on restart). Over Spark Connect the client cannot tell a
-default from a chosen value: nothing is changed there.
+So a streaming :func:`~jetspark.windowing.window_aggregate` on a local master
+(``local[N]``), whose session leaves that setting at Spark's default, sets it for the
+session to the default parallelism (the local cores, or ``spark.default.parallelism``) and
+says so once with a :class:`StatefulPartitionsWarning`. A value the user set (session,
+builder, ``spark-submit --conf``) is never changed. On a cluster the cores present when the
+query starts may be far fewer than it will have (dynamic allocation starts from none), and
+the checkpoint would keep that number, so there, and over Spark Connect (whose client cannot
+tell Spark's default from a chosen 200), a value of 200 only gets the warning, as advice.
+An existing checkpoint keeps its own count whatever the session says.
 """
 
 from __future__ import annotations
 
 import warnings
 
+from jetspark.connect import is_connect
+
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+SPARK_DEFAULT = "200"
 
 
 class StatefulPartitionsWarning(UserWarning):
-    """jetspark set ``spark.sql.shuffle.partitions`` for a streaming window's stateful stage."""
+    """``spark.sql.shuffle.partitions`` is (or was) Spark's default of 200 for a streaming window."""
 
 
-def user_set(spark) -> bool | None:
+def _chosen_by_user(spark) -> bool | None:
     """Whether the session's ``spark.sql.shuffle.partitions`` was set by someone (None:
-    this client cannot tell, e.g. over Spark Connect)."""
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None:
+    this client cannot tell: a Connect session, or a JVM it cannot ask)."""
+    if is_connect(spark):
         return None
     try:
-        return bool(jsession.sessionState().conf().contains(SHUFFLE_PARTITIONS))
-    except Exception:  # a JVM without SQLConf.contains: leave the setting alone
+        return bool(spark._jsparkSession.sessionState().conf().contains(SHUFFLE_PARTITIONS))
+    except Exception:  # e.g. py4j access to the session state refused
         return None
 
 
 def choose_stateful_partitions(spark) -> int | None:
-    """Set ``spark.sql.shuffle.partitions`` to the default parallelism when it is at Spark's
-    default; the number set, or None when the setting was left alone."""
-    if user_set(spark) is not False:
+    """On a local master, set ``spark.sql.shuffle.partitions`` to the default parallelism
+    when it is at Spark's default, and return that number; elsewhere warn when it is 200.
+    None when nothing was set."""
+    chosen_by_user = _chosen_by_user(spark)
+    if chosen_by_user:
+        return None
+    local = chosen_by_user is False and spark.sparkContext.master.startswith("local")
+    if not local:
+        if spark.conf.get(SHUFFLE_PARTITIONS) == SPARK_DEFAULT:
+            _warn(f"{SHUFFLE_PARTITIONS} is {SPARK_DEFAULT} (Spark's default)", "Set it to about the cores "
+                  "the query's executors have before its first start")
         return None
     chosen = max(int(spark.sparkContext.defaultParallelism), 1)
     spark.conf.set(SHUFFLE_PARTITIONS, str(chosen))
+    _warn(f"{SHUFFLE_PARTITIONS} was left at Spark's default ({SPARK_DEFAULT}); jetspark set it to {chosen} "
+          "(the default parallelism) for this session, so for its later queries too",
+          f"Set {SHUFFLE_PARTITIONS} yourself to choose another")
+    return chosen
+
+
+def _warn(what: str, advice: str) -> None:
     warnings.warn(
-        f"{SHUFFLE_PARTITIONS} was left at Spark's default (200); jetspark set it to {chosen} (the "
-        "default parallelism) for this session, since every task of a streaming query's stateful "
-        "stage costs a state-store commit per micro-batch whatever it carries. A checkpoint keeps "
-        f"the number from its first micro-batch. Set {SHUFFLE_PARTITIONS} yourself to choose another "
+        f"{what}. Every task of a streaming query's stateful stage costs a state-store commit per "
+        f"micro-batch whatever it carries, and a new checkpoint keeps the number for good. {advice} "
         "(README, \"Live queries\").",
         StatefulPartitionsWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
-    return chosen

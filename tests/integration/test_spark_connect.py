@@ -137,3 +137,33 @@ for engine in ("auto", "python"):
     answer = connect_client.run(readme.Example("observation", code, None, 0), code)
     assert answer["error"] is None, answer["error"]
     assert answer["printed"].splitlines() == ["auto [('a', 1), ('b', 2)] 1", "python [('a', 1), ('b', 2)] 1"]
+
+
+def test_a_stream_over_connect_only_warns_about_spark_default_partitions(connect_client: ConnectClient):
+    """A Connect client cannot tell Spark's default from a chosen 200: a streaming window warns
+    and leaves the server session's setting as it is."""
+    code = """
+import warnings
+
+from jetspark.windowing import StatefulPartitionsWarning, ops, tumbling, window_aggregate
+
+kept = spark.conf.get("spark.sql.shuffle.partitions")
+src = spark.readStream.format("rate").load().withWatermark("timestamp", "1 second")
+for value in (None, "200"):
+    if value is None:
+        spark.conf.unset("spark.sql.shuffle.partitions")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        window_aggregate(src, key="value", time="timestamp", window=tumbling("1 second"),
+                         aggs={"n": ops.count()})
+    warned = sum(issubclass(w.category, StatefulPartitionsWarning) for w in caught)
+    print(warned, spark.conf.get("spark.sql.shuffle.partitions"))
+spark.conf.set("spark.sql.shuffle.partitions", "3")
+with warnings.catch_warnings():
+    warnings.simplefilter("error", StatefulPartitionsWarning)
+    window_aggregate(src, key="value", time="timestamp", window=tumbling("1 second"), aggs={"n": ops.count()})
+spark.conf.set("spark.sql.shuffle.partitions", kept)
+"""
+    answer = connect_client.run(readme.Example("connect-partitions", code, None, 0), code)
+    assert answer["error"] is None, answer["error"]
+    assert answer["printed"].splitlines() == ["1 200", "1 200"]

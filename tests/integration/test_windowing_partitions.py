@@ -1,6 +1,7 @@
-"""A streaming window whose session leaves ``spark.sql.shuffle.partitions`` at Spark's default
-runs its stateful stage in the default parallelism's tasks, and says so; a value the user
-set is kept (``jetspark.windowing.partitions``)."""
+"""A streaming window whose local session leaves ``spark.sql.shuffle.partitions`` at Spark's
+default runs its stateful stage in the default parallelism's tasks, and says so; a value the
+user set is kept, and static windows change nothing (``jetspark.windowing.partitions``; over
+Spark Connect: ``test_spark_connect.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import warnings
 import pytest
 
 from jetspark.windowing import StatefulPartitionsWarning, ops, tumbling, window_aggregate
-from jetspark.windowing.partitions import SHUFFLE_PARTITIONS, choose_stateful_partitions
+from jetspark.windowing.partitions import SHUFFLE_PARTITIONS, _chosen_by_user
 from tests.integration.test_windowing_spark import make_batches, write_batch
 
 pytestmark = pytest.mark.integration
@@ -67,8 +68,22 @@ def test_a_value_the_user_set_is_kept_without_a_warning(spark, tmp_path):
         spark.conf.set(SHUFFLE_PARTITIONS, kept)
 
 
-def test_a_client_that_cannot_tell_default_from_chosen_changes_nothing():
-    class ConnectLike:  # a Spark Connect session has no JVM session on the client
-        conf = None
+def test_a_value_from_the_builder_counts_as_chosen(spark):
+    """The fixture's session sets it with the builder (as ``spark-submit --conf`` would): a new
+    session of the same application starts from that SparkConf and sees it as chosen."""
+    assert _chosen_by_user(spark.newSession()) is True
 
-    assert choose_stateful_partitions(ConnectLike()) is None
+
+def test_a_static_window_leaves_the_setting_alone(spark, tmp_path):
+    kept = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.unset(SHUFFLE_PARTITIONS)
+    try:
+        folder = tmp_path / "in"
+        folder.mkdir()
+        write_batch(folder, 0, make_batches(seed=6, batches=1, rows=20)[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", StatefulPartitionsWarning)
+            assert _windows(spark.read.parquet(str(folder))).count() > 0
+        assert spark.conf.get(SHUFFLE_PARTITIONS) == "200"
+    finally:
+        spark.conf.set(SHUFFLE_PARTITIONS, kept)

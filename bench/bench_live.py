@@ -22,8 +22,8 @@ the last one ends), a 1-second watermark lag and the RocksDB state store:
 Both write into a table with a column ``written_at timestamptz DEFAULT clock_timestamp()``;
 a window's latency is ``written_at − window_end`` over the windows of the steady part of
 the run (ends at least ``--warmup`` seconds after the query started, and at least the
-window's length before the producer stopped; a run lasts ``--seconds`` or, for a long
-window, long enough to have such windows: at least warmup + window + 30 s). For the two-phase sink
+window's length before the producer stopped; a run lasts ``--seconds``, and at least
+warmup + window + 30 s so that a long window has such windows). For the two-phase sink
 ``written_at`` is the time of the task's COPY; the row becomes visible at the batch's
 ``COMMIT PREPARED``, a few ms to the batch's end later, so the figure is optimistic for
 jetspark by that much.
@@ -213,7 +213,7 @@ def jetspark_native_query(spark, bootstrap: str, topic: str, case: Case, dsn: st
 
 
 def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
-    """The pipeline of ``jetspark`` with no window work: jetkafka → 16 buckets →
+    """The pipeline of ``jetspark`` with no window work: jetkafka → its buckets (16) →
     ``transformWithStateInPandas`` (EventTime, RocksDB) → jetjdbc two-phase. Each bucket
     reads its one value state, writes it back and emits one row (window_start = window_end
     = the micro-batch's processing time), so what the micro-batch costs is Spark's Python
@@ -223,6 +223,7 @@ def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
     from pyspark.sql.streaming import StatefulProcessor
 
     from jetspark.datasources import read_kafka_stream
+    from jetspark.windowing.api import DEFAULT_BUCKETS
     from jetspark.windowing.partitions import choose_stateful_partitions
 
     choose_stateful_partitions(spark)  # as window_aggregate does, for --shuffle-partitions default
@@ -246,7 +247,8 @@ def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
         "kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest",
         "watermark.lag": LAG, "watermark.idleTimeout": "10 seconds"})
     rows = (src.filter(~F.col("heartbeat"))  # the source marks its watermark column
-            .select(F.pmod(F.xxhash64(F.col("key").cast("string")), F.lit(16)).alias("bucket"), "timestamp"))
+            .select(F.pmod(F.xxhash64(F.col("key").cast("string")), F.lit(DEFAULT_BUCKETS)).alias("bucket"),
+                    "timestamp"))
     out = rows.groupBy("bucket").transformWithStateInPandas(
         CountPerBucket(), "key string, window_start timestamp, window_end timestamp, n bigint, total double",
         "append", "EventTime")
@@ -303,8 +305,8 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
 
 
 def run_seconds(case: Case, args) -> float:
-    """``--seconds``, or longer for a long window: windows ending in the steady part, with a
-    window's length (and 30 s) of margin before the stop, so slow windows are not cut off."""
+    """``--seconds``, and at least warmup + window + 30 s: windows ending in the steady part,
+    with a window's length (and 30 s) of margin before the stop, so slow windows are not cut off."""
     return max(args.seconds, args.warmup + case.size_s + 30)
 
 

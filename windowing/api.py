@@ -146,6 +146,7 @@ def window_aggregate(
         return out if period_us is None else out.withColumn(FINAL, F.lit(True))
 
     wm_col, delay_ms = _event_time_watermark(df)
+    native = None
     if engine == "native":
         native = None if period_us is not None else _native_streaming(
             df, plan, heartbeat, out_schema, delay_ms, observation or NULL_TIME_METRIC)
@@ -153,9 +154,9 @@ def window_aggregate(
             raise AggregateError(
                 "engine='native' on a stream runs tumbling windows of built-in operations without "
                 "early_results (Spark's streaming aggregation); use engine='auto' for this window")
-        choose_stateful_partitions(df.sparkSession)
+    choose_stateful_partitions(df.sparkSession)  # once the call cannot be refused any more
+    if native is not None:
         return native
-    choose_stateful_partitions(df.sparkSession)
     for extra in (wm_col, heartbeat):
         if extra is not None and extra not in src_cols:
             src_cols.append(extra)

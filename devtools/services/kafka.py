@@ -144,6 +144,15 @@ def _java(libs: Path, main: str, *args: str, heap: str = "256m",
     ]
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id: 16 bytes in URL-safe base64, never starting with ``-`` (the
+    storage tool would read such an id as an option, as Kafka's own ``Uuid.randomUuid`` avoids)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls | None = None,
           scram: Login | None = None) -> ServiceRecord:
     """Start the node in ``data_dir`` (formatting its storage on first start). With ``tls``
@@ -164,9 +173,8 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     write_nofollow(props, text)
     log = data_dir / "kafka.log"
     if not (data_dir / "log" / "meta.properties").exists():
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         fmt = subprocess.run(
-            _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)),
+            _java(libs, "kafka.tools.StorageTool", "format", "-t", new_cluster_id(), "-c", str(props)),
             capture_output=True, text=True, check=False,
         )
         if fmt.returncode != 0:

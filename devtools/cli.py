@@ -39,7 +39,10 @@ def _services(args: argparse.Namespace) -> int:
         stopped = local.down(names)
         print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
     elif args.action == "restart":
-        for name in names or []:
+        if not names:
+            raise JetsparkError("services restart: name the service(s) to restart "
+                                "(kafka, postgres, rabbitmq or spark)")
+        for name in names:
             rec = local.restart(name)
             print(f"restarted {name}: {rec.endpoint}")
     return 0
@@ -112,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     svc = sub.add_parser("services", help="local Kafka, PostgreSQL and RabbitMQ on 127.0.0.1")
     svc.add_argument("action", choices=["up", "env", "status", "down", "restart", "fetch"])
     svc.add_argument("names", nargs="*", metavar="NAME",
-                     help="kafka, postgres and/or rabbitmq (default: all)")
+                     help="kafka, postgres, rabbitmq and/or spark (default: the first three; "
+                          "restart needs a name)")
     svc.set_defaults(func=_services)
 
     demo = sub.add_parser("demo", help="run the demo pipeline on real services")

@@ -3,9 +3,10 @@
 * An option whose **name looks like a credential** never shows its value: ``***`` instead.
   The name is split into words (``.``, ``_``, ``-``, camelCase) and looks like a credential
   when a word is a (mis)spelling of password (``pasword``, ``passwd``, ``pwd``), or is
-  secret, token, credential, auth…, jaas, private, key (not ``keys``, not ``key.serializer``),
+  secret, token, credential, auth… (not ``authMechanism``), jaas, private, key (not ``keys``,
+  not ``key.serializer``),
   keystore, pem, or the name is under ``sasl.``, or is ``ssl_options``. The ``kafka.`` prefix
-  does not matter.
+  does not matter. ``passfile`` (libpq's password file, a path) is not a credential.
 * An option jetspark does not know shows no value at all (it may be a misspelt credential).
 * Every other value that is shown goes through :func:`redact_dsn`: a URL's password
   (``scheme://user:***@host``), its query parameters whose name looks like a credential
@@ -30,7 +31,7 @@ _SECRET_WORD = re.compile(
     r"|auth[a-z]*|jaas|private|privkey|apikey|key|keystore|keyfile|pem|sasl|sig|signature"
 )
 # Anywhere in the name, even run together (``sslpassword``, ``clientSecret``).
-_SECRET_PART = re.compile(r"pa?s+w|pass(?!ive)|pwd|secret|token|credential|jaas|private", re.IGNORECASE)
+_SECRET_PART = re.compile(r"pa?s+w|pass(?!ive|file)|pwd|secret|token|credential|jaas|private", re.IGNORECASE)
 _NOT_SECRET_AFTER_KEY = ("serializer", "deserializer")
 _SECRET_NAMES = ("ssl_options",)
 _URL_LIKE_NAME = re.compile(r"url|uri|dsn|conninfo|location|servers?", re.IGNORECASE)
@@ -56,7 +57,10 @@ def is_secret_option(name: str) -> bool:
     for i, word in enumerate(words):
         if not _SECRET_WORD.fullmatch(word):
             continue
-        if word == "key" and i + 1 < len(words) and words[i + 1] in _NOT_SECRET_AFTER_KEY:
+        following = words[i + 1] if i + 1 < len(words) else None
+        if word == "key" and following in _NOT_SECRET_AFTER_KEY:
+            continue
+        if word.startswith("auth") and following == "mechanism":  # a mechanism's name: PLAIN, EXTERNAL
             continue
         return True
     return False
@@ -111,7 +115,9 @@ def secret_values(options: Mapping[str, object] | Iterable[tuple[str, object]]) 
         for m in _URL_USERINFO.finditer(text):
             password = m.group(0)[len(m["scheme"]) + len(m["user"]) + 1: -1]
             found += [password, unquote(password)]
-        found += [m["value"] for m in _URL_PARAM.finditer(text) if is_secret_option(m["name"])]
+        for m in _URL_PARAM.finditer(text):
+            if is_secret_option(m["name"]):
+                found += [m["value"], unquote(m["value"])]
         for m in _KV.finditer(text):
             if is_secret_option(m["name"]):
                 value_text = m["value"]

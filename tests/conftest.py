@@ -11,8 +11,14 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 from jetspark.devtools.services import Endpoints, Services, acquire
+
+# No per-example deadline: on 2 busy cores one example can wait out a JVM's pause, and a
+# deadline would turn that into a failure that says nothing about the code.
+settings.register_profile("jetspark", deadline=None)
+settings.load_profile("jetspark")
 
 
 @pytest.fixture(scope="session")

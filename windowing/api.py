@@ -383,7 +383,9 @@ def _event_time_watermark(df: DataFrame) -> tuple[str, int]:
             return f.name, int(meta[_DELAY_KEY])
     raise AggregateError(
         "a streaming DataFrame needs an event-time watermark: call "
-        'df.withWatermark("watermark", "0 seconds") (the source\'s watermark column) first'
+        'df.withWatermark("watermark", "0 seconds") (the source\'s watermark column) first, '
+        "or, on a read_kafka_stream / read_rabbitmq_stream frame, keep its watermark and heartbeat "
+        "columns in your select (a select without them drops the watermark)"
     )
 
 

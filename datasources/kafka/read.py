@@ -39,6 +39,7 @@ from jetspark.datasources.kafka.native import HEADERS_TYPE, NativeConsumer
 from jetspark.datasources.kafka.schema import arrow_schema, heartbeat_batch, to_us
 from jetspark.datasources.watermarks import late_mask
 from jetspark.errors import JetsparkError
+from jetspark.redaction import redacted_repr
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class ReadSettings:
     """What every read task of one query shares."""
 
     kafka: Mapping[str, str]
+    """librdkafka's settings, credentials among them: the repr masks them."""
     include_headers: bool
     keep_late: bool
     lag_ms: int
@@ -58,6 +60,9 @@ class ReadSettings:
     """Event time from the value's JSON (``eventTime.field``); None: the Kafka timestamp."""
     on_malformed: str = "fail"
     """``eventTime.onMalformed``, also for Kafka timestamps beyond the batch's cut-off."""
+
+    def __repr__(self) -> str:
+        return redacted_repr(self)
 
 
 @dataclass(frozen=True)

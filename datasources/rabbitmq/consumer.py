@@ -243,6 +243,21 @@ class QueueConsumer:
             self._buffered_bytes[0] -= taken
             return out
 
+    def deliveries_due(self) -> bool:
+        """Whether the queue holds ready messages while this consumer has room for them in its
+        prefetch window: deliveries on their way, worth waiting for before a batch says "no
+        data" (one passive declare on the channel)."""
+        with self._held():
+            self.ensure_open()
+            if len(self._unacked) >= self.prefetch or self._buffer_full():
+                return False
+            try:
+                return self._conn.declare_passive(self.queue) > 0
+            except _CONNECTION_ERRORS as e:
+                log.warning("jetrabbitmq: connection lost while counting the queue: %s", e)
+                self._reconnect()
+                return False
+
     def _buffer_full(self) -> bool:
         return self._buffered_bytes[0] >= self.buffer_bytes
 

@@ -47,6 +47,8 @@ from jetspark.errors import JetsparkError
 log = logging.getLogger(__name__)
 
 AVAILABLE_NOW_PATIENCE_S = 10.0
+DUE_PATIENCE_S = 2.0
+"""How long a trigger waits for deliveries the queue holds ready before it says "no data"."""
 COUNT_KEYS = ("late", "duplicates", "missingIdDropped", "missingIdHashed", "malformedEventTime",
               "malformedHeaders")
 
@@ -144,6 +146,11 @@ class QueueDriver:
                 # AvailableNow ends at the first empty batch, yet messages counted at the start
                 # are due: wait for them a while (another consumer may have taken them).
                 deliveries = self.consumer.fetch(want, poll_s, first_wait_s=AVAILABLE_NOW_PATIENCE_S,
+                                                 max_bytes=room, oversize_first=True)
+            elif not deliveries and not rows and self._budget is None and self.consumer.deliveries_due():
+                # "No data" ends processAllAvailable(): messages the broker holds ready for us
+                # (published a moment ago, or just after a connect) are waited for first.
+                deliveries = self.consumer.fetch(want, poll_s, first_wait_s=DUE_PATIENCE_S,
                                                  max_bytes=room, oversize_first=True)
             if not deliveries:
                 break

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pika
 
 from jetspark.errors import OptionError
-from jetspark.redaction import redacted_repr
+from jetspark.redaction import redacted_repr, scrub, secret_values
 
 MECHANISMS = ("PLAIN", "EXTERNAL")
 HOSTNAME_CHECKS = ("https", "none")
@@ -44,6 +44,11 @@ class AmqpEndpoint:
         return redacted_repr(self)
 
     def __post_init__(self) -> None:
+        try:
+            pika.URLParameters(self.url)
+        except (ValueError, TypeError, OSError) as e:  # a bad port, ?heartbeat=abc, bad ssl_options
+            reason = scrub(str(e) or type(e).__name__, secret_values({"url": self.url}))
+            raise OptionError("url", self.url, f"an AMQP URI pika accepts ({reason})") from None
         tls_given = self.ca_location or self.certificate_location or self.key_location
         if not self.is_tls and (tls_given or self.mechanism == "EXTERNAL"):
             option = "authMechanism" if not tls_given else "ssl.*"

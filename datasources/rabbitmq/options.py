@@ -107,6 +107,7 @@ class RabbitMQOptions:
         marks = WatermarkOptions.parse(o, can_advance_when_idle=(
             "a queue is one partition and its W moves only with its messages: jetrabbitmq has no "
             "heartbeat batches to carry a W that advances without them"))
+        o.reject_unknown(KNOWN)  # before the required ones: a misspelt option is named as unknown
         url = o.string("url", required=True)
         if not url.startswith(("amqp://", "amqps://")):
             raise OptionError("url", url, "an AMQP URI such as amqp://user:pass@host:5672/%2F")
@@ -160,7 +161,6 @@ class RabbitMQOptions:
             raise OptionError("dedupMemory", o.get("dedupMemory"), "a size of at least 1 MB")
         if parsed.lease_timeout_ms < 1_000:
             raise OptionError("leaseTimeout", o.get("leaseTimeout"), "a duration of at least 1 second")
-        o.reject_unknown(KNOWN)
         return parsed
 
     @property

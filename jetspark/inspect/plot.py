@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from jetspark.errors import JetsparkError
+
 
 class WatermarkRow(Protocol):
     """One batch as the picture needs it (the demo's batches and inspect's both fit)."""
@@ -25,8 +27,11 @@ def plot_watermarks(png: Path, batches: Sequence[WatermarkRow], t0_ms: int, *,
                     title: str = "jetkafka watermarks per partition (x: partition idle)",
                     ylabel: str = "event time watermark, s since the stream's start") -> Path:
     """Per-partition watermarks (x: idle) and the coalesced W per batch, seconds after ``t0_ms``."""
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError:
+        raise JetsparkError("drawing watermarks needs matplotlib: pip install 'jetspark[demo]' "
+                            "(or pip install matplotlib)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

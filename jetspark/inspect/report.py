@@ -253,7 +253,7 @@ def inspect(checkpoint: str, *, last: int | None = 20, kafka: str | None = None,
             errors.append("rabbitmq: give the queue name too")
         else:
             q = ask("rabbitmq", lambda: queue_state(amqp, queue, rabbitmq_api, creds.amqp_password))
-    wal = wal_state(wal_location) if wal_location is not None else None
+    wal = ask("walLocation", lambda: wal_state(wal_location)) if wal_location is not None else None
     sid = sink_id or cp.query_id
     prepared = (ask("postgresql", lambda: prepared_transactions(pg, sid, creds.pg_password))
                 if pg is not None else None)

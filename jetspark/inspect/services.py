@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from jetspark.errors import ServiceError
+from jetspark.errors import JetsparkError, ServiceError
 from jetspark.redaction import redact_dsn, scrub, shown_value
 
 
@@ -196,6 +196,14 @@ def wal_state(location: str) -> WalState:
     from jetspark.datasources.rabbitmq.wal import SUFFIX, WAL_DIR, WalRange
 
     root = location.removeprefix("file://")
+    shown = str(shown_value("walLocation", location))  # a URI may carry keys
+    if "://" in root:
+        raise JetsparkError(f"walLocation {shown}: inspect reads a local folder (or file://) only")
+    if not os.path.isdir(root):
+        raise JetsparkError(f"walLocation {shown}: no such folder (the query makes it when it starts)")
+    if not os.access(root, os.R_OK | os.X_OK):
+        raise JetsparkError(f"walLocation {shown}: not readable by this user (the query makes its "
+                            "folders 0700: inspect as the user that runs the query)")
     wal, names = _usage(os.path.join(root, WAL_DIR), SUFFIX)
     ranges = []
     for n in names:
@@ -214,7 +222,6 @@ def wal_state(location: str) -> WalState:
             break
         except (FileNotFoundError, ValueError):
             continue
-    shown = str(shown_value("walLocation", location))  # a URI may carry keys
     return WalState(shown, wal, sum(e - s for s, e, _ in ranges), tuple(sorted(ranges)), dedup, lease,
                     holder)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 
 import pytest
@@ -139,6 +140,10 @@ def test_new_partition_is_discovered_and_read_from_the_start(jk, kafka_bootstrap
         query.processAllAvailable()
         admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
         admin.create_partitions([NewPartitions(topic, 2)])[topic].result(30)
+        deadline = time.monotonic() + 30  # until the brokers' metadata shows the new partition
+        while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < 2:
+            assert time.monotonic() < deadline, "the new partition never showed in the metadata"
+            time.sleep(0.1)
         # event times after W, or the new partition's records would be late (W never goes back)
         produce(kafka_bootstrap, topic, numbered(1, 0, 7, ts0=BASE_TS + 60_000) + numbered(0, 5, 1))
         query.processAllAvailable()

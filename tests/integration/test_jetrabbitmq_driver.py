@@ -49,6 +49,23 @@ def test_acks_only_after_commit_and_dedups_redeliveries(amqp_url, rabbit_queue, 
     d2.stop()
 
 
+def test_no_data_is_never_said_while_the_queue_holds_messages_for_us(amqp_url, rabbit_queue, tmp_path):
+    """processAllAvailable() ends at the first "no data": with a poll timeout of 1 ms, every
+    call still returns messages while the queue holds ready ones the consumer has room for."""
+    publish(amqp_url, rabbit_queue, [f"m{i}" for i in range(7)])
+    d = _driver(amqp_url, rabbit_queue, tmp_path, pollTimeout="1ms", maxMessagesPerTrigger="3")
+    offset = d.initial_offset()  # the first call connects: its deliveries are not there yet
+    taken = []
+    while len(taken) < 7:
+        end = d.latest_offset(offset, 3)
+        assert end["seq"] > offset["seq"], f"no data said with {7 - len(taken)} messages in the queue"
+        taken += _ids(d, offset, end)
+        offset = end
+    assert taken == [f"m{i}" for i in range(7)]
+    assert d.latest_offset(offset, 3)["seq"] == 7  # the queue is empty now: no data, at once
+    d.stop()
+
+
 def test_orphan_wal_batch_is_discarded_and_rebatched(amqp_url, rabbit_queue, tmp_path):
     publish(amqp_url, rabbit_queue, ["a", "b", "c"])
     d = _driver(amqp_url, rabbit_queue, tmp_path)
@@ -159,9 +176,10 @@ def test_acks_of_an_older_channel_are_skipped(amqp_url, rabbit_queue, tmp_path):
 def test_idle_connection_survives_heartbeats(amqp_url, rabbit_queue):
     """pika does not answer heartbeats by itself; the keepalive thread does."""
     publish(amqp_url, rabbit_queue, ["a"])
-    c = QueueConsumer(amqp_url + "?heartbeat=1", rabbit_queue, 10)
-    got = c.fetch(1, 0.2)
-    time.sleep(5)  # the scenario itself: five heartbeat intervals without any call
+    # 2 s, not 1: with 1 s a 2-second stall of a busy machine drops the connection
+    c = QueueConsumer(amqp_url + "?heartbeat=2", rabbit_queue, 10)
+    got = c.fetch(1, 2.0)
+    time.sleep(6)  # the scenario itself: three heartbeat intervals without any call
     c.ensure_open()
     assert c.generation == 1 and c.reconnects == 0
     assert c.ack(got) == 1

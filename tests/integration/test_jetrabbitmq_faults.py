@@ -4,6 +4,7 @@ and RabbitMQ restarted mid-stream."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -69,8 +70,9 @@ def test_rabbitmq_restarted_mid_stream(spark, amqp_url, rabbit_queue, tmp_path):
     query = stream.writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "cp")).start()
     try:
         query.processAllAvailable()
-        if sum(len(b) for b in batches.values()) < len(ids):  # redeliveries arriving after the restart
-            query.processAllAvailable()
+        deadline = time.monotonic() + 60
+        while sum(len(b) for b in batches.values()) < len(ids) and time.monotonic() < deadline:
+            query.processAllAvailable()  # redeliveries arriving after the restart
     finally:
         query.stop()
     assert query.exception() is None

@@ -163,19 +163,19 @@ def test_available_now_takes_what_was_in_the_queue_at_start(rspark, amqp_url, ra
 
 
 def test_idle_driver_keeps_its_connection(rspark, amqp_url, rabbit_queue, tmp_path):
-    """heartbeat=1: an idle driver that did not answer heartbeats would lose its channel and
+    """heartbeat=2: an idle driver that did not answer heartbeats would lose its channel and
     see its unacked deliveries again (counted as duplicates)."""
     publish(amqp_url, rabbit_queue, [f"a{i}" for i in range(5)])
     sink = Collector()
 
     def idle_then_more(query):
-        time.sleep(4)  # the scenario: four heartbeat intervals with the driver idle
+        time.sleep(6)  # the scenario: three heartbeat intervals with the driver idle
         publish(amqp_url, rabbit_queue, [f"b{i}" for i in range(5)])
         query.processAllAvailable()
         end = _end_offset(query)
         assert end["seq"] == 10 and end["counts"]["duplicates"] == 0
 
-    stream = _stream(rspark, amqp_url + "?heartbeat=1", rabbit_queue, tmp_path)
+    stream = _stream(rspark, amqp_url + "?heartbeat=2", rabbit_queue, tmp_path)
     _run(stream, tmp_path, sink, until=idle_then_more)
     assert sorted(sink.ids()) == sorted([f"a{i}" for i in range(5)] + [f"b{i}" for i in range(5)])
 

@@ -11,12 +11,13 @@ the situation against a port that refuses connections; a hang is a ``subprocess.
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from jetspark.devtools.services.process import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -26,10 +27,9 @@ EXIT_BOUND_S = 60  # a generous bound for start-up, 4 reads and exit; a hang nev
 
 
 def refused_port() -> int:
-    """A local port nothing listens on (connections are refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A local port nothing listens on (connections are refused), below the ephemeral range
+    so that no reconnect's own source port can be it (a TCP self-connection would answer)."""
+    return free_port()
 
 
 def run_child(mode: str) -> subprocess.CompletedProcess:

@@ -27,13 +27,19 @@ def produce(bootstrap: str, topic: str, records: Iterable[Sequence], *, transact
         producer.init_transactions(30)
         producer.begin_transaction()
     n = 0
+    failed: list[str] = []
+
+    def delivered(err, msg) -> None:
+        if err is not None:
+            failed.append(f"partition {msg.partition()}: {err}")
+
     for rec in records:
         partition, key, value, ts = rec[:4]
         headers = rec[4] if len(rec) > 4 else None
         while True:
             try:
                 producer.produce(topic, value=value, key=key, partition=partition, timestamp=ts,
-                                 headers=headers)
+                                 headers=headers, on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -46,6 +52,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[Sequence], *, transact
             producer.commit_transaction(30)
     remaining = producer.flush(30)
     assert remaining == 0, f"{remaining} records not delivered"
+    assert not failed, f"{len(failed)} records failed, first: {failed[0]}"
     return n
 
 

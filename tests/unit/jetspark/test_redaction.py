@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 
 from jetspark.datasources.kafka.broker import validate_consumer_conf
 from jetspark.datasources.kafka.options import KafkaSourceOptions
+from jetspark.datasources.kafka.source import _settings
 from jetspark.datasources.rabbitmq.lease import Lease
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
 from jetspark.datasources.rabbitmq.wal import open_location
@@ -31,6 +34,7 @@ def test_credential_like_names_are_secret(name):
     "url", "walLocation", "queue", "keys", "kafka.key.serializer", "subscribe", "user", "table",
     "bootstrap.servers", "messageId", "sinkId", "eventTime.field", "watermark.delay", "dedupMemory",
     "kafkaConsumer.pollTimeoutMs", "startingOffsetsByTimestampStrategy", "markerTable", "finalColumn",
+    "passfile", "passive", "authMechanism",
 ])
 def test_ordinary_names_are_not_secret(name):
     assert not is_secret_option(name)
@@ -49,6 +53,9 @@ def test_ordinary_names_are_not_secret(name):
     (f"amqps://u:p@h:5671/%2F?ssl_options={{'keyfile': '/k', 'password': '{CANARY}'}}&heartbeat=5",
      CANARY, "?ssl_options=***&heartbeat=5"),
     (f"s3://AK:{CANARY}@bucket/wal?secret_key={CANARY}&region=eu", CANARY, "&region=eu"),
+    # a DSN naming its password file stays usable when pasted (the file holds the secret)
+    (f"postgresql://u@h/db?passfile=/run/pg/pass&password={CANARY}", CANARY,
+     "?passfile=/run/pg/pass&password=***"),
 ])
 def test_redact_dsn(dsn, hidden, kept):
     shown = redact_dsn(dsn)
@@ -88,6 +95,20 @@ def test_unknown_options_are_named_without_their_value(parse, raw, unknown):
     assert unknown in str(e.value) and CANARY not in str(e.value) and CANARY not in repr(e.value.value)
 
 
+@pytest.mark.parametrize("parse, raw, required", [
+    (lambda raw: KafkaSourceOptions.parse(raw, streaming=True), {"kafka.bootstrap.servers": "h:9092",
+                                                                 "subscribe": "t"}, "subscribe"),
+    (KafkaSinkOptions.parse, {"kafka.bootstrap.servers": "h:9092", "topic": "t"}, "topic"),
+    (RabbitMQOptions.parse, {"url": "amqp://h", "queue": "q", "walLocation": "/w"}, "walLocation"),
+    (JdbcSinkOptions.parse, {"url": "postgresql://h/db", "table": "t"}, "table"),
+])
+def test_a_misspelt_required_option_is_named_as_unknown(parse, raw, required):
+    misspelt = {k if k != required else required[:-1]: v for k, v in raw.items()}
+    with pytest.raises(OptionError) as e:
+        parse(misspelt)
+    assert e.value.option == required[:-1]
+
+
 @pytest.mark.parametrize("key", ["sasl.jaas.config", "sasl.pasword", "ssl.key.pasword"])
 def test_a_setting_librdkafka_rejects_is_named_without_its_value(key):
     conf = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g",
@@ -119,11 +140,21 @@ def test_option_object_reprs_hide_credentials():
                                       f'PlainLoginModule required username="u" password="{CANARY}";',
                                       "kafka.sasl.mechanism": "PLAIN", "kafka.ssl.key.password": CANARY},
                                      streaming=True)
-    rabbit = RabbitMQOptions.parse({"url": f"amqps://u:{CANARY}@h/%2F?ssl_options={CANARY}", "queue": "q",
+    rabbit = RabbitMQOptions.parse({"url": f"amqps://u:{CANARY}@h/%2F?heartbeat=5", "queue": "q",
                                     "walLocation": f"s3://AK:{CANARY}@b/w?secret_key={CANARY}"})
-    for options in (kafka, rabbit):
+    read_settings = _settings(kafka)  # what every read task of the query is handed
+    for options in (kafka, rabbit, read_settings):
         assert CANARY not in repr(options) and CANARY not in str(options)
-    assert "h:9092" in repr(kafka) and "queue='q'" in repr(rabbit)
+    assert "h:9092" in repr(kafka) and "queue='q'" in repr(rabbit) and "h:9092" in repr(read_settings)
+
+
+@pytest.mark.parametrize("ssl_options", [CANARY, f"{{'password': '{CANARY}'}}",
+                                         f"{{'ca_certs': '/nonexistent/{CANARY}', 'password': '{CANARY}'}}"])
+def test_a_url_pika_refuses_is_an_option_error_without_its_secrets(ssl_options):
+    with pytest.raises(OptionError) as e:
+        RabbitMQOptions.parse({"url": f"amqps://u:{CANARY}@h/%2F?ssl_options={quote(ssl_options)}",
+                               "queue": "q", "walLocation": "/w"})
+    assert e.value.option == "url" and CANARY not in str(e.value)
 
 
 def test_wal_location_uris_with_keys_are_not_shown(tmp_path):

@@ -62,6 +62,9 @@ def test_body_hash_message_id():
         ({"queue": ""}, "queue", "required"),
         ({"walLocation": None}, "walLocation", "required"),
         ({"url": "http://x"}, "url", "AMQP URI"),
+        ({"url": "amqp://guest:secret@localhost:notaport/%2F"}, "url", "AMQP URI pika accepts (Port"),
+        ({"url": "amqp://guest:secret@localhost/%2F?heartbeat=abc"}, "url", "Invalid heartbeat value"),
+        ({"url": "amqp://localhost/?colour=red"}, "url", "Unknown URL parameter"),
         ({"maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger", ">= 1"),
         ({"maxMessagesPerTrigger": "200", "prefetch": "100"}, "maxMessagesPerTrigger", "at most prefetch"),
         ({"prefetch": "many"}, "prefetch", "an integer"),
@@ -85,6 +88,7 @@ def test_bad_options_are_named(changes, option, accepted):
     assert e.value.option.lower() == option.lower()
     assert accepted in e.value.accepted
     assert isinstance(e.value, JetsparkError)
+    assert "secret" not in str(e.value)
 
 
 def test_options_are_frozen_and_url_redacted():

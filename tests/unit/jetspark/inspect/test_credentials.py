@@ -113,7 +113,7 @@ def test_cli_takes_passwords_from_files_and_the_environment_and_never_prints_the
 def test_unreachable_services_are_each_asked_and_reported(tmp_path):
     root = write_checkpoint(tmp_path / "cp", {0: [kafka_offset(0)]}, commits=[0])
     report = inspect(str(root), kafka="127.0.0.1:1", pg="postgresql://nobody@127.0.0.1:1/none",
-                     amqp="amqp://x@127.0.0.1:1/", queue="q", timeout_s=0.5,
+                     amqp="amqp://x@127.0.0.1:1/", queue="q", timeout_s=3,
                      credentials=credentials.Credentials(CANARY, CANARY, {"sasl.username": CANARY}))
     by_service = {e.split(":")[0]: e for e in report.errors}
     assert set(by_service) == {"kafka", "postgresql", "rabbitmq"}

@@ -10,6 +10,7 @@ import pytest
 
 from jetspark.devtools.cli import main
 from jetspark.devtools.demo.report import Batch, batch_of, progress_line
+from jetspark.errors import JetsparkError
 from jetspark.inspect import Report, inspect
 from jetspark.inspect.checkpoint import (
     JETKAFKA,
@@ -264,8 +265,16 @@ def test_wal_state_counts_wal_messages_dedup_and_lease_files(tmp_path):
     assert held.dedup.files >= 1 and held.dedup.bytes > 0
     assert held.lease.files == 1 and held.holder["epoch"] == 1 and not held.holder["released"]
     assert wal_state(loc).holder["released"]
-    empty = wal_state(str(tmp_path / "none"))
+    (tmp_path / "fresh").mkdir()
+    empty = wal_state(str(tmp_path / "fresh"))
     assert (empty.wal.files, empty.wal_messages, empty.holder) == (0, 0, None)
+
+
+@pytest.mark.parametrize("where, says", [("none", "no such folder"), ("s3://bucket/wal", "local folder")])
+def test_wal_state_of_a_folder_it_cannot_read_is_an_error(tmp_path, where, says):
+    location = where if "://" in where else str(tmp_path / where)
+    with pytest.raises(JetsparkError, match=says):
+        wal_state(location)
 
 
 # -- the CLI -------------------------------------------------------------------------------------

@@ -57,10 +57,9 @@ def is_secret_option(name: str) -> bool:
     for i, word in enumerate(words):
         if not _SECRET_WORD.fullmatch(word):
             continue
-        following = words[i + 1] if i + 1 < len(words) else None
-        if word == "key" and following in _NOT_SECRET_AFTER_KEY:
+        if word == "key" and i + 1 < len(words) and words[i + 1] in _NOT_SECRET_AFTER_KEY:
             continue
-        if word.startswith("auth") and following == "mechanism":  # a mechanism's name: PLAIN, EXTERNAL
+        if word.startswith("auth") and words[i + 1:] == ["mechanism"]:  # its value: PLAIN, EXTERNAL
             continue
         return True
     return False

@@ -17,7 +17,7 @@ from jetspark.devtools.services import Endpoints, Services, acquire
 
 # No per-example deadline: on 2 busy cores one example can wait out a JVM's pause, and a
 # deadline would turn that into a failure that says nothing about the code.
-settings.register_profile("jetspark", deadline=None)
+settings.register_profile("jetspark", parent=settings(), deadline=None)  # on Hypothesis' own CI profile
 settings.load_profile("jetspark")
 
 

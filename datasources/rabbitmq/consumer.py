@@ -248,15 +248,22 @@ class QueueConsumer:
         prefetch window: deliveries on their way, worth waiting for before a batch says "no
         data" (one passive declare on the channel)."""
         with self._held():
-            self.ensure_open()
+            generation = self.generation
+            self.ensure_open()  # deliveries read meanwhile land in the buffer
+            if self.generation != generation:  # reconnected: what the old channel held is requeued
+                return True
+            if self._buffer:
+                return True
             if len(self._unacked) >= self.prefetch or self._buffer_full():
                 return False
             try:
-                return self._conn.declare_passive(self.queue) > 0
+                ready = self._conn.declare_passive(self.queue)
             except _CONNECTION_ERRORS as e:
-                log.warning("jetrabbitmq: connection lost while counting the queue: %s", e)
+                log.warning("jetrabbitmq: the queue's ready count failed: %s", e)
                 self._reconnect()
-                return False
+                return True
+            # the count leaves out what the broker sent us already: those wait in the buffer
+            return bool(self._buffer) or ready > 0
 
     def _buffer_full(self) -> bool:
         return self._buffered_bytes[0] >= self.buffer_bytes

@@ -10,6 +10,7 @@ password) or ``EXTERNAL`` (the client certificate is the identity; RabbitMQ's
 
 from __future__ import annotations
 
+import re
 import ssl
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -46,8 +47,8 @@ class AmqpEndpoint:
     def __post_init__(self) -> None:
         try:
             pika.URLParameters(self.url)
-        except (ValueError, TypeError, OSError) as e:  # a bad port, ?heartbeat=abc, bad ssl_options
-            reason = scrub(str(e) or type(e).__name__, secret_values({"url": self.url}))
+        except Exception as e:  # a bad port, ?heartbeat=abc, ssl_options pika cannot evaluate
+            reason = _refusal(self.url, e)
             raise OptionError("url", self.url, f"an AMQP URI pika accepts ({reason})") from None
         tls_given = self.ca_location or self.certificate_location or self.key_location
         if not self.is_tls and (tls_given or self.mechanism == "EXTERNAL"):
@@ -102,6 +103,18 @@ class AmqpEndpoint:
                 raise OptionError("ssl.certificate.location", self.certificate_location,
                                   f"a PEM certificate whose key is ssl.key.location ({_reason(e)})") from None
         return ctx
+
+
+def _refusal(url: str, e: Exception) -> str:
+    """pika's reason, unless it quotes a piece of the URL's user info: a password with an
+    unencoded ``/``, ``?`` or ``#`` splits where pika reads a host and port."""
+    head = url.split("://", 1)[-1]
+    userinfo = head.rpartition("@")[0] if "@" in head else ""
+    pieces = [p for p in re.split(r"[:/?#@]", userinfo) if len(p) >= 3]  # shorter: no secret to speak of
+    text = scrub(str(e) or type(e).__name__, secret_values({"url": url}))
+    if any(p in text for p in pieces):
+        return "the user info does not parse: percent-encode / ? # @ and : in a user name or password"
+    return text
 
 
 def _reason(e: BaseException) -> str:

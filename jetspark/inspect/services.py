@@ -195,10 +195,14 @@ def wal_state(location: str) -> WalState:
     from jetspark.datasources.rabbitmq.lease import LEASE_DIR
     from jetspark.datasources.rabbitmq.wal import SUFFIX, WAL_DIR, WalRange
 
-    root = location.removeprefix("file://")
     shown = str(shown_value("walLocation", location))  # a URI may carry keys
-    if "://" in root:
+    parts = urllib.parse.urlsplit(location)
+    if parts.scheme.lower() == "file" and parts.netloc in ("", "localhost"):
+        root = urllib.parse.unquote(parts.path)
+    elif "://" in location:
         raise JetsparkError(f"walLocation {shown}: inspect reads a local folder (or file://) only")
+    else:
+        root = location
     if not os.path.isdir(root):
         raise JetsparkError(f"walLocation {shown}: no such folder (the query makes it when it starts)")
     if not os.access(root, os.R_OK | os.X_OK):

@@ -25,6 +25,7 @@ CANARY = "Canary9xQz"
     "kafka.sasl.jaas.config", "sasl.jaas.config", "kafka.ssl.key.password", "ssl.keystore.password",
     "kafka.ssl.key.pem", "kafka.sasl.oauthbearer.client.secret", "token", "apiKey", "secret_key",
     "access_key", "session_token", "ssl_options", "privateKey", "credentials", "sasl.mechanism",
+    "authMechanismProperties", "auth_mechanism_properties",
 ])
 def test_credential_like_names_are_secret(name):
     assert is_secret_option(name)
@@ -148,13 +149,21 @@ def test_option_object_reprs_hide_credentials():
     assert "h:9092" in repr(kafka) and "queue='q'" in repr(rabbit) and "h:9092" in repr(read_settings)
 
 
-@pytest.mark.parametrize("ssl_options", [CANARY, f"{{'password': '{CANARY}'}}",
-                                         f"{{'ca_certs': '/nonexistent/{CANARY}', 'password': '{CANARY}'}}"])
-def test_a_url_pika_refuses_is_an_option_error_without_its_secrets(ssl_options):
+@pytest.mark.parametrize("url", [
+    f"amqps://u:{CANARY}@h/%2F?ssl_options={quote(options)}" for options in (
+        CANARY, f"{{'password': '{CANARY}'}}",
+        f"{{'ca_certs': '/nonexistent/{CANARY}', 'password': '{CANARY}'}}",
+        f"{{'password': '{CANARY}'",  # never closed: a SyntaxError quoting the value
+        "['a']")] + [
+    f"amqp://guest:Sx1/{CANARY}@h/%2F",  # an unencoded / : pika reads "Sx1" as the port
+    f"amqp://guest:{CANARY[:8]}?{CANARY[8:]}@h/%2F",
+])
+def test_a_url_pika_refuses_is_an_option_error_without_its_secrets(url):
     with pytest.raises(OptionError) as e:
-        RabbitMQOptions.parse({"url": f"amqps://u:{CANARY}@h/%2F?ssl_options={quote(ssl_options)}",
-                               "queue": "q", "walLocation": "/w"})
-    assert e.value.option == "url" and CANARY not in str(e.value)
+        RabbitMQOptions.parse({"url": url, "queue": "q", "walLocation": "/w"})
+    shown = str(e.value)
+    assert e.value.option == "url" and CANARY not in shown and "Sx1" not in shown
+    assert CANARY[:8] not in shown and CANARY[8:] not in shown
 
 
 def test_wal_location_uris_with_keys_are_not_shown(tmp_path):

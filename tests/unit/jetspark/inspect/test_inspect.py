@@ -268,6 +268,8 @@ def test_wal_state_counts_wal_messages_dedup_and_lease_files(tmp_path):
     (tmp_path / "fresh").mkdir()
     empty = wal_state(str(tmp_path / "fresh"))
     assert (empty.wal.files, empty.wal_messages, empty.holder) == (0, 0, None)
+    for uri in (f"file://{loc}", f"FILE://localhost{loc}"):
+        assert wal_state(uri).wal_ranges == held.wal_ranges
 
 
 @pytest.mark.parametrize("where, says", [("none", "no such folder"), ("s3://bucket/wal", "local folder")])

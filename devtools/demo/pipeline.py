@@ -70,7 +70,6 @@ def _source_options(bootstrap: str, topic: str, per_batch: int, **extra: str) ->
 
 def _run(df_writer, name: str, listener: WatermarkListener | None = None) -> list[dict]:
     """Start with Trigger.AvailableNow, wait for the end (and for ``listener``'s last line)."""
-    # No queryName: Spark hands it to Python sinks as option "queryName", which jetjdbc rejects.
     query = df_writer.trigger(availableNow=True).start()
     query.awaitTermination()
     if listener is not None and not listener.wait_terminated(query.runId, timeout_s=120):

@@ -14,9 +14,10 @@ a row and row lengths multiple of ``k``:
 
 Then, per operation:
 
-* with ``deduct``: prefix combination P over each row, window = deduct(P[end],
-  P[start - 1]) — Jet's "previous − trailing frame + leading frame", telescoped;
-* without: van Herk/Gil-Werman — prefix and suffix combinations inside blocks of ``k``
+* with ``deduct``, for integer accumulators only: prefix combination P over each row,
+  window = deduct(P[end], P[start - 1]) — Jet's "previous − trailing frame + leading
+  frame", telescoped (exact on integers; on floats it cancels catastrophically);
+* otherwise: van Herk/Gil-Werman — prefix and suffix combinations inside blocks of ``k``
   frames, window = combine(suffix[start], prefix[end]): three combines per window,
   amortized O(1) per slide like a two-stacks queue, but vectorized over all keys.
 """
@@ -185,7 +186,7 @@ def _window_accs(
         cells = op.create(grid.total)
         for g, col in zip(cells, acc, strict=True):
             g[grid.pos] = col
-        if use_deduct and op.has_deduct:
+        if use_deduct and op.has_deduct and _exact(op):
             if seg_flags is None:
                 seg_flags = np.zeros(grid.total, dtype=bool)
                 seg_flags[grid.row_start] = True
@@ -197,6 +198,13 @@ def _window_accs(
             hi = take(pre, e)
             out.append(select(i % k == 0, hi, op.combine(take(suf, i), hi)))
     return out
+def _exact(op: AggregateOperation) -> bool:
+    """Whether every accumulator field is an integer, so a deduct undoes a combine exactly.
+    On floats it does not: after a large value, a running difference loses the small ones
+    (and one infinity makes every later window NaN), where Spark's windows are exact."""
+    return all(f.kind.startswith(("int", "uint", "bool")) for f in op.fields)
+
+
 def _ufunc_windows(
     uf: np.ufunc,
     col: np.ndarray,
@@ -210,13 +218,15 @@ def _ufunc_windows(
     """One accumulator column of an operation whose combine is ``uf`` field-wise: its
     value over the ``k`` grid cells starting at each ``i``.
 
-    ``add`` with deduct: differences of one running sum over the whole grid (cells
-    between segments are empty, so no restart is needed). Otherwise van Herk/Gil-Werman
-    on blocks of ``k`` (segments start at multiples of ``k``).
+    ``add`` of integers with deduct: differences of one running sum over the whole grid
+    (cells between segments are empty, so no restart is needed; wrapping is exact modulo
+    2**64). Otherwise, floats included, van Herk/Gil-Werman on blocks of ``k`` (segments
+    start at multiples of ``k``): a float running sum over all keys would lose a key's
+    small values after another key's large ones.
     """
     grid = np.full(total, identity, dtype=col.dtype)
     grid[pos] = col
-    if deducts and uf is np.add:
+    if deducts and uf is np.add and col.dtype.kind in "iub":
         run = np.empty(total + 1, dtype=col.dtype)
         run[0] = 0
         np.cumsum(grid, out=run[1:])

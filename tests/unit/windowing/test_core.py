@@ -230,3 +230,33 @@ def test_the_carried_watermark_emits_the_same_windows_no_later(window, seed) -> 
     when = {r: b for b, r in spark}
     assert all(b <= when[r] for b, r in ours)
     assert any(b < when[r] for b, r in ours)
+
+
+def _sliding_rows(rows: list[tuple], aggs: dict, *, use_deduct: bool = True) -> dict:
+    """(key, second, x[, y]) rows through stages 1 and 2 of a 30 s window sliding by 10 s."""
+    plan = Plan.build("k", "ts", sliding("30 seconds", "10 seconds"), aggs, use_deduct=use_deduct)
+    table = pa.table({"k": [r[0] for r in rows],
+                      "ts": pa.array([r[1] * 1_000_000 for r in rows], pa.timestamp("us", tz="UTC")),
+                      "x": [float(r[2]) for r in rows], "y": [float(r[-1]) for r in rows]})
+    out = step(plan, None, accumulate_events(plan, table), None, None).output.to_pylist()
+    return {(r["k"], r["window_start"].second): r for r in out}
+
+
+@pytest.mark.parametrize("big", [1e17, 1e12, float("inf")])
+def test_a_large_value_of_one_key_leaves_another_keys_sliding_sums_exact(big) -> None:
+    # one running sum over all keys' frames gave key b 0.0 after a's 1e17, NaN after a's inf
+    got = _sliding_rows([("a", 0, big), ("b", 1, 1), ("b", 12, 2), ("b", 15, 4), ("b", 25, 5)],
+                        {"s": ops.sum_("x"), "m": ops.mean("x")})
+    # windows start at -20 s (second 40), -10 s, 0, 10 and 20 s
+    assert [got[("b", s)]["s"] for s in (40, 50, 0, 10, 20)] == [1.0, 7.0, 12.0, 11.0, 5.0]
+    assert got[("b", 0)]["m"] == 3.0
+
+
+def test_variance_and_slope_are_exact_again_once_an_outlier_left_the_window() -> None:
+    rows = [("b", 0, 1e9, 1), ("b", 12, 1, 2), ("b", 15, 2, 4), ("b", 25, 3, 6.5), ("b", 26, 5, 10),
+            ("b", 35, 4, 8)]
+    aggs = {"v": ops.variance("x"), "slope": ops.linear_slope("x", "y")}
+    for use_deduct in (True, False):
+        got = _sliding_rows(rows, aggs, use_deduct=use_deduct)[("b", 10)]  # [10 s, 40 s): no 1e9
+        assert got["v"] == pytest.approx(np.var([1, 2, 3, 5, 4], ddof=1), rel=1e-12)
+        assert got["slope"] == pytest.approx(np.polyfit([1, 2, 3, 5, 4], [2, 4, 6.5, 10, 8], 1)[0], rel=1e-9)

@@ -76,3 +76,13 @@ def test_the_wal_nulls_a_timestamp_beyond_the_cut_off_when_asked():
     table = to_wal_table(rows, ["a", "b"], np.array([5_000, RECEIVED]), np.zeros(2, bool),
                          null_timestamp=np.array([False, True]))
     assert [t is None for t in table.column("timestamp").to_pylist()] == [False, True]
+
+
+def test_distinct_binary_header_ids_stay_distinct():
+    # b"\xff\x01" and b"\xfe\x01" both decoded to U+FFFD + \x01: dedup dropped the second
+    from jetspark.datasources.rabbitmq.records import message_ids
+
+    raw = [b"\xff\x01", b"\xfe\x01", b"\x80", b"\x81", b"plain"]
+    deliveries = [_delivery(headers={"id": v}) for v in raw]
+    ids = message_ids(deliveries, _options(messageId="header:id"))
+    assert len(set(ids)) == len(raw) and ids[-1] == "plain"

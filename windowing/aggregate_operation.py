@@ -123,6 +123,9 @@ class AggregateOperation(ABC):
     """
 
     fields: tuple[Field, ...] = ()
+    reads_values: bool = True
+    """False for an operation that only needs to know which inputs are null (``count``): its
+    input may then be of any type; the others read numbers."""
     result_type: str = "double"
     ufuncs: tuple[np.ufunc, ...] | None = None
 

@@ -58,7 +58,12 @@ from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, A
 from jetspark.windowing.combine_to_window import output_schema_fields, step
 from jetspark.windowing.definitions import Duration, WindowDefinition
 from jetspark.windowing.early_results import FINAL, early_results_us, with_final_column
-from jetspark.windowing.native import WATERMARK_DELAY_KEY, native_partial_fields, tumbling_aggregate
+from jetspark.windowing.native import (
+    WATERMARK_DELAY_KEY,
+    is_numeric,
+    native_partial_fields,
+    tumbling_aggregate,
+)
 from jetspark.windowing.partitions import choose_stateful_partitions
 from jetspark.windowing.plan import BUCKET, FRAME, Plan
 from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
@@ -236,6 +241,14 @@ def _prepare(
             f"the event-time column {plan.time!r} is {time_type.simpleString()}; windows need a timestamp "
             f"(timestamp or timestamp_ntz), as Spark's window() does: convert it first, e.g. "
             f"F.timestamp_millis({plan.time!r}) for epoch milliseconds (timestamp_seconds, timestamp_micros)")
+    for name, op in zip(plan.names, plan.ops, strict=True):
+        for c in op.inputs:
+            t = df.schema[c].dataType if c != EVENT_TIME else None
+            if t is not None and op.reads_values and not is_numeric(t):
+                raise AggregateError(
+                    f"aggregate {name!r}: {op!r} reads numbers, and column {c!r} is {t.simpleString()}; "
+                    "accepted: a numeric or boolean column (cast it first, e.g. "
+                    f"F.col({c!r}).cast('double')); count(column) takes any type")
     heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
     key_fields = [df.schema[k] for k in plan.keys]
     partial_fields = [*key_fields, *(_ddl(n, t) for n, t in plan.partial_spark_fields())]
@@ -349,14 +362,14 @@ def _native_cells(
     for i, op in enumerate(plan.ops):
         if EVENT_TIME in op.inputs:
             return None
-        fields = native_partial_fields(op)
+        fields = native_partial_fields(op, df.schema)
         if fields is None:
             return None
         for c, e in zip(plan.field_columns(i), fields, strict=True):
             exprs.setdefault(c, e)
     slide = plan.window.slide_us
-    t = F.unix_micros(F.col(plan.time))
-    frame = ((t - F.pmod(t, F.lit(slide))) / F.lit(slide)).cast("long")
+    t = f"unix_micros(`{plan.time.replace('`', '``')}`)"
+    frame = F.expr(f"({t} - pmod({t}, {slide})) div {slide}")  # integer division: a double's is inexact
     inputs = [c for c in plan.input_columns if c != plan.time]
     shuffled = df.select(*inputs, frame.alias(FRAME)).repartition(*plan.keys)
     types = {f.name: f.dataType for f in partial_fields}

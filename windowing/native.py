@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import BooleanType, DataType, NumericType, StructType
 
 from jetspark.windowing import ops
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateOperation
@@ -31,14 +31,14 @@ WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"
 _WINDOW = "__window"
 
 
-def native_result(op: AggregateOperation) -> Column | None:
+def native_result(op: AggregateOperation, schema: StructType) -> Column | None:
     """A Spark aggregate expression with the op's result, or None."""
     t = type(op)
     if EVENT_TIME in op.inputs:
         return None
-    cols = [_number(c) for c in op.inputs]
     if t is ops.Count:
-        return F.count(F.lit(1)) if not op.inputs else F.count(cols[0])
+        return F.count(F.lit(1)) if not op.inputs else F.count(_counted(op.inputs[0], schema))
+    cols = [_number(c) for c in op.inputs]
     table = {
         ops.Sum: F.sum,
         ops.Mean: F.avg,
@@ -62,7 +62,18 @@ def _number(column: str) -> Column:
     return F.nanvl(x, F.lit(None).cast("double"))
 
 
-def native_partial_fields(op: AggregateOperation) -> tuple[Column, ...] | None:
+def _counted(column: str, schema: StructType) -> Column:
+    """What ``count(column)`` counts: a number as :func:`_number` (NaN is null), any other
+    type (string, timestamp, struct …) as it is."""
+    return _number(column) if is_numeric(schema[column].dataType) else F.col(column)
+
+
+def is_numeric(t: DataType) -> bool:
+    """Whether jetspark's operations read this Spark type as a number (float64)."""
+    return isinstance(t, NumericType | BooleanType)
+
+
+def native_partial_fields(op: AggregateOperation, schema: StructType) -> tuple[Column, ...] | None:
     """Spark aggregate expressions computing the op's accumulator fields over the rows of
     one (key, frame) cell — what stage 1 computes in Python — or None.
 
@@ -70,7 +81,7 @@ def native_partial_fields(op: AggregateOperation) -> tuple[Column, ...] | None:
     inputs are all non-null, as :func:`.kernels.accumulate_rows` does."""
     t = type(op)
     if t is ops.Count:
-        return (F.count(F.lit(1)) if not op.inputs else F.count(_number(op.inputs[0])),)
+        return (F.count(F.lit(1)) if not op.inputs else F.count(_counted(op.inputs[0], schema)),)
     if t not in (ops.Sum, ops.Mean, ops.Min, ops.Max, ops.Variance, ops.StdDev):
         return None
     x = _number(op.inputs[0])
@@ -100,7 +111,7 @@ def tumbling_aggregate(
     window = plan.window
     if plan.is_session or window.size_us != window.slide_us:
         return None
-    results = [native_result(op) for op in plan.ops]
+    results = [native_result(op, df.schema) for op in plan.ops]
     if any(r is None for r in results):
         return None
     t = F.unix_micros(F.col(plan.time))

@@ -4,7 +4,8 @@
 ``stddev(c)``, ``linear_slope(x, y)``, ``linear_intercept(x, y)`` and the
 order-sensitive ``collect_sorted(c)`` (values in event-time order). ``sum``, ``min`` and
 ``max`` are aliases of the underscored names for ``ops.sum("x")`` style use.
-Numeric inputs are read as float64; results follow Spark (``count`` → bigint, empty or
+Numeric and boolean inputs are read as float64 (NaN = null; ``count(c)`` reads only which
+values are null, of any type); results follow Spark (``count`` → bigint, empty or
 all-null input → null, ``variance``/``stddev`` are the sample versions).
 """
 
@@ -27,6 +28,7 @@ class Count(AggregateOperation):
     fields = (Field("n", "int64", shared="count"),)
     result_type = "bigint"
     ufuncs = (np.add,)
+    reads_values = False
 
     def accumulate(self, acc: Acc, groups: np.ndarray, *columns: np.ndarray) -> Acc:
         return (acc[0] + np.bincount(groups, minlength=len(acc[0])),)

@@ -140,15 +140,24 @@ class Plan:
         return out
 
     def input_arrays(self, table: pa.Table, t_us: np.ndarray, op: AggregateOperation) -> list[np.ndarray]:
-        """The op's input columns as numpy (float64, NaN = null; event time as int64)."""
+        """The op's input columns as numpy (float64, NaN = null; event time as int64).
+        Integers beyond 2**53 are rounded to the nearest double, as Spark's cast to double
+        does; for an op that does not read values (``count``) any type is read as 0.0 or null."""
         cols = []
         for c in op.inputs:
             if c == EVENT_TIME:
                 cols.append(t_us)
-            else:
-                col = table.column(c)
-                cols.append(pc.cast(col, pa.float64()).to_numpy())
+                continue
+            col = table.column(c)
+            if not op.reads_values and not _is_number(col.type):
+                col = pc.if_else(pc.is_valid(col), 0.0, pa.scalar(None, pa.float64()))
+            cols.append(pc.cast(col, pa.float64(), safe=False).to_numpy())
         return cols
+
+
+def _is_number(t: pa.DataType) -> bool:
+    types = pa.types
+    return types.is_integer(t) or types.is_floating(t) or types.is_decimal(t) or types.is_boolean(t)
 
 
 def time_to_us(col: pa.ChunkedArray | pa.Array) -> np.ndarray:

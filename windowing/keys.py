@@ -5,22 +5,46 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def key_codes(table: pa.Table, keys: tuple[str, ...]) -> np.ndarray:
     """One int64 code per row; equal codes ⇔ equal key tuples (null is a value)."""
-    codes = None
+    columns = []
     for name in keys:
         col = table.column(name)
-        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        enc = col.dictionary_encode(null_encoding="encode")
-        c = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        n = len(enc.dictionary)
+        columns.append(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    return _tuple_codes(columns, table.num_rows)
+
+
+def _tuple_codes(columns: list[pa.Array], rows: int) -> np.ndarray:
+    codes = None
+    for col in columns:
+        c, n = _column_codes(col)
         codes = c if codes is None else codes * n + c
-        if len(keys) > 1:
+        if len(columns) > 1:
             codes, _ = pd.factorize(codes)
             codes = codes.astype(np.int64)
-    return codes if codes is not None else np.zeros(table.num_rows, np.int64)
+    return codes if codes is not None else np.zeros(rows, np.int64)
+
+
+def _column_codes(col: pa.Array) -> tuple[np.ndarray, int]:
+    """Codes of one column and their bound. As Spark groups: -0.0 equals 0.0; a struct is
+    the tuple of its fields (a null struct apart); a list or map by its values (per row in
+    Python: such keys are rare)."""
+    t = col.type
+    if pa.types.is_floating(t):
+        col = pc.add(col, pa.scalar(0.0, t))  # -0.0 + 0.0 == +0.0; every other value unchanged
+    elif pa.types.is_struct(t):
+        fields = [col.field(i) for i in range(t.num_fields)]
+        valid = pc.is_valid(col).to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = _tuple_codes([*fields, pa.array(valid)], len(col))
+        return codes, int(codes.max()) + 1 if len(codes) else 1
+    elif pa.types.is_nested(t):
+        codes, uniques = pd.factorize(np.array([repr(v) for v in col.to_pylist()], dtype=object))
+        return codes.astype(np.int64), max(len(uniques), 1)
+    enc = col.dictionary_encode(null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(enc.dictionary)
 
 
 def pair_groups(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:

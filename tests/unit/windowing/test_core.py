@@ -260,3 +260,18 @@ def test_variance_and_slope_are_exact_again_once_an_outlier_left_the_window() ->
         got = _sliding_rows(rows, aggs, use_deduct=use_deduct)[("b", 10)]  # [10 s, 40 s): no 1e9
         assert got["v"] == pytest.approx(np.var([1, 2, 3, 5, 4], ddof=1), rel=1e-12)
         assert got["slope"] == pytest.approx(np.polyfit([1, 2, 3, 5, 4], [2, 4, 6.5, 10, 8], 1)[0], rel=1e-9)
+
+
+def test_key_codes_group_as_spark_does_for_floats_structs_and_lists() -> None:
+    from jetspark.windowing.keys import key_codes
+
+    table = pa.table({
+        "f": pa.array([0.0, -0.0, 1.0, None, float("nan"), float("nan")]),
+        "s": pa.array([{"a": 1, "b": "x"}, {"a": 1, "b": "x"}, None, {"a": None, "b": None},
+                       {"a": 2, "b": "y"}, None]),
+        "l": pa.array([[1, 2], [1, 2], [], None, [2], [1, 2]]),
+    })
+    assert key_codes(table, ("f",)).tolist() == [0, 0, 1, 2, 3, 3]  # -0.0 is 0.0; NaN is one key
+    assert key_codes(table, ("s",)).tolist() == [0, 0, 1, 2, 3, 1]  # a null struct is not {null, null}
+    assert key_codes(table, ("l",)).tolist() == [0, 0, 1, 2, 3, 0]
+    assert key_codes(table, ("f", "s", "l")).tolist() == [0, 0, 1, 2, 3, 4]

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.windowing.combine_to_window import merge
 from jetspark.windowing.kernels import accumulate_rows
-from jetspark.windowing.keys import key_codes, pair_groups
+from jetspark.windowing.keys import canonical_keys, key_codes, pair_groups
 from jetspark.windowing.partials import dump_table, partial_table
 from jetspark.windowing.plan import BUCKET, END, FRAME, START, Plan, time_to_us
 from jetspark.windowing.policy import SlidingWindowPolicy
@@ -38,7 +38,7 @@ def accumulate_events(plan: Plan, table: pa.Table) -> pa.Table:
         time_col = table.column(plan.time)
     t = time_to_us(time_col)
     kc = key_codes(table, plan.keys)
-    key_table = table.select(list(plan.keys))
+    key_table = canonical_keys(table.select(list(plan.keys)))
     if plan.is_session:
         order, gid, heads, start, end = event_sessions(kc, t, plan.window.timeout_us)
         accs = [

@@ -29,22 +29,50 @@ def _tuple_codes(columns: list[pa.Array], rows: int) -> np.ndarray:
 
 
 def _column_codes(col: pa.Array) -> tuple[np.ndarray, int]:
-    """Codes of one column and their bound. As Spark groups: -0.0 equals 0.0; a struct is
+    """Codes of one column and their bound. As Spark groups: -0.0 equals 0.0, NaNs are one; a struct is
     the tuple of its fields (a null struct apart); a list or map by its values (per row in
     Python: such keys are rare)."""
     t = col.type
     if pa.types.is_floating(t):
-        col = pc.add(col, pa.scalar(0.0, t))  # -0.0 + 0.0 == +0.0; every other value unchanged
+        col = canonical_floats(col)
     elif pa.types.is_struct(t):
-        fields = [col.field(i) for i in range(t.num_fields)]
+        fields = col.flatten()  # a null struct's fields read as null, whatever they hold
         valid = pc.is_valid(col).to_numpy(zero_copy_only=False).astype(np.int64)
         codes = _tuple_codes([*fields, pa.array(valid)], len(col))
         return codes, int(codes.max()) + 1 if len(codes) else 1
     elif pa.types.is_nested(t):
-        codes, uniques = pd.factorize(np.array([repr(v) for v in col.to_pylist()], dtype=object))
+        texts = np.array([repr(_canonical(v)) for v in col.to_pylist()], dtype=object)
+        codes, uniques = pd.factorize(texts)
         return codes.astype(np.int64), max(len(uniques), 1)
     enc = col.dictionary_encode(null_encoding="encode")
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(enc.dictionary)
+
+
+def canonical_floats(col: pa.Array) -> pa.Array:
+    """Floats as Spark groups them: -0.0 as 0.0, every NaN as one NaN."""
+    t = col.type
+    return pc.if_else(pc.is_nan(col), pa.scalar(float("nan"), t), pc.add(col, pa.scalar(0.0, t)))
+
+
+def canonical_keys(table: pa.Table) -> pa.Table:
+    """``table`` with its float columns as :func:`canonical_floats` (the keys a window shows)."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_floating(f.type):
+            table = table.set_column(i, f, canonical_floats(table.column(i).combine_chunks()))
+    return table
+
+
+def _canonical(value: object) -> object:
+    """A nested key value with -0.0 as 0.0 and NaN as one value (for its repr)."""
+    if isinstance(value, float):
+        return "nan" if value != value else value + 0.0
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_canonical(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    return value
 
 
 def pair_groups(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:

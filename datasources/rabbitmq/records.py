@@ -40,8 +40,9 @@ def message_ids(deliveries: Sequence[Delivery], options: RabbitMQOptions) -> lis
 
 def header_text(value: object) -> str:
     """A header value as text: bytes as UTF-8, timestamps as ISO 8601, others via str().
-    Bytes that are not UTF-8 keep their difference (``\\xff``), as AMQP short strings do:
-    two distinct message IDs must never become one (dedup would drop the second)."""
+    Bytes that are not UTF-8 keep their values (``\\xff``), as AMQP short strings do, not
+    one replacement character for all: distinct binary IDs stay distinct for dedup (only a
+    text ID spelling out ``\\xff`` itself would meet the byte 0xff)."""
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="backslashreplace")
     if isinstance(value, dt.datetime):

@@ -272,6 +272,22 @@ def test_key_codes_group_as_spark_does_for_floats_structs_and_lists() -> None:
         "l": pa.array([[1, 2], [1, 2], [], None, [2], [1, 2]]),
     })
     assert key_codes(table, ("f",)).tolist() == [0, 0, 1, 2, 3, 3]  # -0.0 is 0.0; NaN is one key
+    other_nan = pa.array(-np.array([np.nan]))  # another NaN bit pattern (the sign)
+    nans = pa.table({"f": pa.concat_arrays([pa.array([float("nan")]), other_nan])})
+    assert key_codes(nans, ("f",)).tolist() == [0, 0]
+    nested = pa.table({"l": pa.array([[0.0], [-0.0], [float("nan")], [float("nan")]])})
+    assert key_codes(nested, ("l",)).tolist() == [0, 0, 1, 1]
+    # a null struct whose hidden fields differ is still one null key
+    masked = pa.StructArray.from_arrays([pa.array([1, 2, 1])], names=["a"],
+                                        mask=pa.array([True, True, False]))
+    assert key_codes(pa.table({"s": masked}), ("s",)).tolist() == [0, 0, 1]
     assert key_codes(table, ("s",)).tolist() == [0, 0, 1, 2, 3, 1]  # a null struct is not {null, null}
     assert key_codes(table, ("l",)).tolist() == [0, 0, 1, 2, 3, 0]
     assert key_codes(table, ("f", "s", "l")).tolist() == [0, 0, 1, 2, 3, 4]
+
+
+def test_a_window_shows_the_key_zero_for_minus_zero() -> None:
+    plan = Plan.build("k", "ts", tumbling("10 seconds"), {"n": ops.count()})
+    table = pa.table({"k": [-0.0, 0.0], "ts": pa.array([1, 2], pa.timestamp("us", tz="UTC"))})
+    out = step(plan, None, accumulate_events(plan, table), None, None).output.to_pylist()
+    assert len(out) == 1 and out[0]["n"] == 2 and str(out[0]["k"]) == "0.0"

@@ -29,9 +29,9 @@ def _tuple_codes(columns: list[pa.Array], rows: int) -> np.ndarray:
 
 
 def _column_codes(col: pa.Array) -> tuple[np.ndarray, int]:
-    """Codes of one column and their bound. As Spark groups: -0.0 equals 0.0, NaNs are one; a struct is
-    the tuple of its fields (a null struct apart); a list or map by its values (per row in
-    Python: such keys are rare)."""
+    """Codes of one column and their bound, grouped as Spark groups: -0.0 equals 0.0 and
+    NaNs are one; a struct is the tuple of its fields (a null struct apart); a list or map
+    goes by its values (per row in Python: such keys are rare)."""
     t = col.type
     if pa.types.is_floating(t):
         col = canonical_floats(col)

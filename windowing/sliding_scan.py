@@ -198,6 +198,8 @@ def _window_accs(
             hi = take(pre, e)
             out.append(select(i % k == 0, hi, op.combine(take(suf, i), hi)))
     return out
+
+
 def _exact(op: AggregateOperation) -> bool:
     """Whether every accumulator field is an integer, so a deduct undoes a combine exactly.
     On floats it does not: after a large value, a running difference loses the small ones

@@ -87,9 +87,9 @@ def per_task_overhead(dsn: str, schema: str, tasks: int) -> dict[str, float]:
         for task in range(tasks):
             key = PartitionKey("bench", task, 0, 0)
             if mode == "none":
-                copy_append(target, iter([batch]))
+                copy_append(target, key, iter([batch]))
             elif mode == "upsert":
-                copy_upsert(target, iter([batch]))
+                copy_upsert(target, key, iter([batch]))
             else:
                 with PostgresResource(target, two_phase=mode == "two-phase") as resource:
                     message = write_partition(resource, key, iter([batch]))

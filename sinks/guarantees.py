@@ -14,6 +14,11 @@ Two options answer two questions (docs/design.md, "Sink protocol"):
     exactly-once in effect for the target's content;
   - ``none``: plain writes, no marker; a replay writes the batch again — at-least-once.
 
+A third word says what a sink does with a record its target refuses (a row PostgreSQL will not
+store, a record Kafka will not take): ``onRejected`` — ``dead-letter`` (the default: the record
+goes, with the reason, to the format's dead-letter table or topic, committed with its
+micro-batch, and the query goes on) or ``fail`` (the query stops, naming the record).
+
 Each commit gives exactly one guarantee (:data:`GIVES`). A format lists the commits it can
 honour in a :class:`SinkCommits`; :func:`parse_guarantee` refuses any other word with an
 :class:`~jetspark.errors.OptionError` naming the words the format accepts, and refuses the old
@@ -31,6 +36,7 @@ from jetspark.options import Options
 
 Guarantee = Literal["exactly-once", "at-least-once"]
 Commit = Literal["two-phase", "task", "upsert", "none"]
+OnRejected = Literal["dead-letter", "fail"]
 
 EXACTLY_ONCE: Guarantee = "exactly-once"
 AT_LEAST_ONCE: Guarantee = "at-least-once"
@@ -38,6 +44,9 @@ TWO_PHASE: Commit = "two-phase"
 TASK: Commit = "task"
 UPSERT: Commit = "upsert"
 NONE: Commit = "none"
+
+DEAD_LETTER: OnRejected = "dead-letter"
+FAIL: OnRejected = "fail"
 
 GUARANTEES: tuple[Guarantee, ...] = get_args(Guarantee)
 COMMITS: tuple[Commit, ...] = get_args(Commit)
@@ -99,3 +108,8 @@ def parse_guarantee(opts: Options, sink: SinkCommits) -> tuple[Guarantee, Commit
         raise OptionError("commit", text, f"with guarantee={guarantee} only commit={fits} "
                                           f"(commit={commit} gives {GIVES[commit]}); {sink.pairs()}")
     return guarantee, commit
+
+
+def parse_on_rejected(opts: Options) -> OnRejected:
+    """``onRejected``: ``dead-letter`` (default) or ``fail``."""
+    return opts.choice("onRejected", DEAD_LETTER, get_args(OnRejected))  # type: ignore[return-value]

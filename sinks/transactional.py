@@ -71,6 +71,8 @@ class SinkCommitMessage(WriterCommitMessage):
     rows: int
     handle: str | None = None
     skipped: bool = False
+    rejected: int = 0
+    """Rows the target refused, written to its dead letters instead (``onRejected``)."""
 
 
 class TransactionalResource(ABC):
@@ -83,6 +85,8 @@ class TransactionalResource(ABC):
 
     #: Whether ``commit(handle)`` may run in another process than ``prepare`` (2PC).
     supports_remote_commit: bool
+    #: Rows of the open transaction the target refused and ``write`` kept as dead letters.
+    rejected: int = 0
 
     @abstractmethod
     def recover(self, key: PartitionKey) -> bool:
@@ -94,7 +98,8 @@ class TransactionalResource(ABC):
 
     @abstractmethod
     def write(self, batch: pa.RecordBatch) -> int:
-        """Write ``batch`` inside the transaction; return the number of rows written."""
+        """Write ``batch`` inside the transaction; return the number of rows written (rows the
+        target refuses count in ``rejected`` instead)."""
 
     @abstractmethod
     def prepare(self) -> str:
@@ -165,7 +170,7 @@ def write_partition(
         resource.commit(handle)
         handle = None
     return SinkCommitMessage(key.sink_id, key.batch_id, key.partition_id, key.attempt, rows,
-                             handle=handle)
+                             handle=handle, rejected=resource.rejected)
 
 
 def commit_batch(

@@ -6,6 +6,7 @@ Option names follow Spark's JDBC data source where they overlap (``url``, ``dbta
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,8 +21,10 @@ from jetspark.sinks.guarantees import (
     UPSERT,
     Commit,
     Guarantee,
+    OnRejected,
     SinkCommits,
     parse_guarantee,
+    parse_on_rejected,
 )
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
@@ -33,8 +36,10 @@ COMMITS = SinkCommits(
     needs={UPSERT: "and option 'keys'"})
 
 DEFAULT_MARKER_TABLE = "jetspark_sink_markers"
+DEAD_LETTER_SUFFIX = "_rejected"
 KNOWN = ("url", "table", "dbtable", "user", "password", "guarantee", "commit", "keys", "finalColumn",
-         "sinkId", "createTable", "markerTable", *SPARK_WRITER_OPTIONS)
+         "sinkId", "createTable", "markerTable", "onRejected", "deadLetterTable", *SPARK_WRITER_OPTIONS)
+MAX_IDENTIFIER_BYTES = 63  # PostgreSQL's NAMEDATALEN - 1: longer names are truncated
 
 _IDENT = r'(?:"(?:[^"]|"")+"|[^".\s]+)'
 _QUALIFIED_RE = re.compile(rf"^\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*$")
@@ -66,6 +71,17 @@ class TableName:
         """A table of the same schema."""
         return TableName(self.schema, name)
 
+    def with_suffix(self, suffix: str) -> TableName:
+        """``<name><suffix>`` in the same schema. A name past PostgreSQL's 63 bytes is shortened
+        with a hash of the whole name, so it never truncates into another table's name (the
+        table's own, for one)."""
+        name = f"{self.name}{suffix}"
+        if len(name.encode()) > MAX_IDENTIFIER_BYTES:
+            digest = hashlib.sha1(self.name.encode()).hexdigest()[:8]
+            stem = self.name.encode()[:MAX_IDENTIFIER_BYTES - len(suffix) - 9].decode(errors="ignore")
+            name = f"{stem}_{digest}{suffix}"
+        return self.sibling(name)
+
 
 def _unquote(ident: str) -> str:
     return ident[1:-1].replace('""', '"') if ident.startswith('"') else ident
@@ -85,6 +101,8 @@ class JdbcSinkOptions:
     sink_id: str | None
     create_table: bool
     marker_table: TableName
+    dead_letter_table: TableName
+    on_rejected: OnRejected
     final_column: str | None = None
 
     @property
@@ -144,6 +162,12 @@ class JdbcSinkOptions:
         marker = opts.string("markerTable")
         marker_table = (TableName.parse(marker, "markerTable") if marker
                         else table.sibling(DEFAULT_MARKER_TABLE))
+        dead_letter = opts.string("deadLetterTable")
+        dead_letter_table = (TableName.parse(dead_letter, "deadLetterTable") if dead_letter
+                             else table.with_suffix(DEAD_LETTER_SUFFIX))
+        if dead_letter_table in (table, marker_table):
+            raise OptionError("deadLetterTable", dead_letter,
+                              "a table other than the sink's table and its marker table")
         return cls(
             conninfo=url,
             user=opts.string("user"),
@@ -155,5 +179,7 @@ class JdbcSinkOptions:
             sink_id=sink_id,
             create_table=opts.boolean("createTable", False),
             marker_table=marker_table,
+            dead_letter_table=dead_letter_table,
+            on_rejected=parse_on_rejected(opts),
             final_column=final_column,
         )

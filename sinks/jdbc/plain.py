@@ -3,57 +3,67 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import pyarrow as pa
 from psycopg import sql
 
 from jetspark import faults
-from jetspark.sinks.jdbc.arrow_copy import to_csv
+from jetspark.sinks.jdbc.rejected import copy_batch
 from jetspark.sinks.jdbc.target import PostgresTarget, connect
-from jetspark.sinks.transactional import DURING_WRITE
+from jetspark.sinks.transactional import DURING_WRITE, PartitionKey
 
 STAGING = "jetspark_staging"
 STORED = "jetspark_stored"
 
 
-def copy_append(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> int:
+class Written(NamedTuple):
+    """A task's rows written, and those the table refused (dead letters, ``onRejected``)."""
+
+    rows: int
+    rejected: int
+
+
+def copy_append(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.RecordBatch]) -> Written:
     """``commit=none`` (at-least-once): COPY every batch into the table in one transaction per task."""
-    rows = 0
-    with connect(target.options, autocommit=False) as conn, conn.cursor() as cur:
+    rows = rejected = 0
+    with connect(target.options, autocommit=False) as conn:
         for batch in batches:
             if batch.num_rows:
-                with cur.copy(target.copy_sql()) as copy:
-                    copy.write(memoryview(to_csv(batch)))
-                rows += batch.num_rows
+                refused = copy_batch(conn, target.copy_sql(), batch, key, target.options)
+                rows += batch.num_rows - refused
+                rejected += refused
                 faults.point(DURING_WRITE)
         conn.commit()
-    return rows
+    return Written(rows, rejected)
 
 
-def copy_upsert(target: PostgresTarget, batches: Iterable[pa.RecordBatch]) -> int:
+def copy_upsert(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.RecordBatch]) -> Written:
     """``commit=upsert``: COPY into a temporary staging table, then one INSERT … ON CONFLICT.
 
     Within one task, the last row of a key wins (rows keep their order in the staging
     table). Replays write the same rows again and converge to the same table. With
     ``finalColumn``, a stored row whose column is true is not updated again: a replayed or
     stray provisional row never overwrites a final one, and the final row is written once.
+    The staging table has the table's CHECK and NOT NULL constraints, so the rows they refuse
+    are rejected there, one by one (``onRejected``).
     """
     options = target.options
     staging = sql.Identifier(STAGING)
-    rows = 0
+    rows = rejected = 0
     with connect(options, autocommit=False) as conn, conn.cursor() as cur:
-        cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {} INCLUDING DEFAULTS) ON COMMIT DROP").format(
-            staging, target.table_sql))
+        cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
+                            "ON COMMIT DROP").format(staging, target.table_sql))
         for batch in batches:
             if batch.num_rows:
-                with cur.copy(target.copy_sql(staging)) as copy:
-                    copy.write(memoryview(to_csv(batch)))
-                rows += batch.num_rows
+                refused = copy_batch(conn, target.copy_sql(staging), batch, key, options)
+                rows += batch.num_rows - refused
+                rejected += refused
                 faults.point(DURING_WRITE)
         if rows:
             cur.execute(upsert_sql(target))
         conn.commit()
-    return rows
+    return Written(rows, rejected)
 
 
 def upsert_sql(target: PostgresTarget) -> sql.Composed:

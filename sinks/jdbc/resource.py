@@ -19,7 +19,7 @@ import pyarrow as pa
 from psycopg import errors, sql
 
 from jetspark import faults
-from jetspark.sinks.jdbc.arrow_copy import to_csv
+from jetspark.sinks.jdbc.rejected import copy_batch
 from jetspark.sinks.jdbc.target import MARKER_COLUMNS, PostgresTarget, connect
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
 
@@ -79,14 +79,17 @@ class PostgresResource(TransactionalResource):
     def begin(self, key: PartitionKey) -> None:
         self._key = key
         self._rows = 0
+        self.rejected = 0
         self.conn.execute("BEGIN")
         self.conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{LOCK_WAIT_S}s")))
 
     def write(self, batch: pa.RecordBatch) -> int:
-        with self._lock_waits(), self.conn.cursor().copy(self.target.copy_sql()) as copy:
-            copy.write(memoryview(to_csv(batch)))
-        self._rows += batch.num_rows
-        return batch.num_rows
+        with self._lock_waits():
+            rejected = copy_batch(self.conn, self.target.copy_sql(), batch, self._require_key(),
+                                  self.target.options)
+        self.rejected += rejected
+        self._rows += batch.num_rows - rejected
+        return batch.num_rows - rejected
 
     def prepare(self) -> str:
         key = self._require_key()

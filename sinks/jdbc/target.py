@@ -140,6 +140,28 @@ def ensure_marker_table(conn: psycopg.Connection, marker: TableName) -> None:
         sql.Identifier(*marker.parts())))
 
 
+def ensure_dead_letter_table(options: JdbcSinkOptions) -> None:
+    """The dead-letter table (:mod:`.rejected`), created when missing, on a connection of its
+    own: created inside a task's transaction, it would stay uncommitted while the transaction
+    is prepared, and every other task creating it would wait for that."""
+    table = options.dead_letter_table
+    with connect(options) as conn:
+        if _regclass(conn, table) is not None:
+            return
+        try:
+            _create_quietly(conn, sql.SQL(
+                """CREATE TABLE IF NOT EXISTS {} (
+                       sink_id text NOT NULL, batch_id bigint NOT NULL, partition_id integer NOT NULL,
+                       row_json text NOT NULL, sqlstate text NOT NULL, error text NOT NULL,
+                       rejected_at timestamptz NOT NULL DEFAULT now())""").format(
+                sql.Identifier(*table.parts())))
+        except psycopg.Error as e:
+            why = options.scrub(str(e)).strip()
+            raise SinkError(f"jetjdbc: PostgreSQL refused rows for table {options.table}, and the "
+                            f"dead-letter table {table} for them cannot be created: {why}. Create it, "
+                            f"choose another (option deadLetterTable), or set onRejected=fail") from None
+
+
 def _regclass(conn: psycopg.Connection, table: TableName) -> int | None:
     name = sql.Identifier(*table.parts()).as_string(conn)
     return conn.execute("SELECT to_regclass(%s)::oid", (name,)).fetchone()[0]

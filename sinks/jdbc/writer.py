@@ -32,6 +32,7 @@ from jetspark import faults
 from jetspark.sinks.guarantees import NONE, TWO_PHASE, UPSERT
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
 from jetspark.sinks.jdbc.plain import copy_append, copy_upsert
+from jetspark.sinks.jdbc.rejected import report_rejected
 from jetspark.sinks.jdbc.resource import PostgresResource
 from jetspark.sinks.jdbc.target import PostgresTarget, prepare_target
 from jetspark.sinks.transactional import (
@@ -59,25 +60,24 @@ class _JdbcWrite:
 
     def _write_task(self, key: PartitionKey, batches: Iterator[pa.RecordBatch]) -> SinkCommitMessage:
         commit = self.options.commit
-        if commit == NONE:
-            rows = copy_append(self.target, batches)
-        elif commit == UPSERT:
-            rows = copy_upsert(self.target, batches)
-        else:
-            with PostgresResource(self.target, two_phase=commit == TWO_PHASE) as resource:
-                return write_partition(resource, key, batches)
-        return SinkCommitMessage(key.sink_id, key.batch_id, key.partition_id, key.attempt, rows)
+        if commit in (NONE, UPSERT):
+            rows, rejected = (copy_append if commit == NONE else copy_upsert)(self.target, key, batches)
+            return SinkCommitMessage(key.sink_id, key.batch_id, key.partition_id, key.attempt, rows,
+                                     rejected=rejected)
+        with PostgresResource(self.target, two_phase=commit == TWO_PHASE) as resource:
+            return write_partition(resource, key, batches)
 
     def _commit(self, messages: Sequence[SinkCommitMessage | None], batch_id: int,
                 keep_markers: int = MARKER_RETENTION_BATCHES) -> None:
         commit = self.options.commit
         if commit in (NONE, UPSERT):
             faults.point(AFTER_COMMIT)
-            return
-        with PostgresResource(self.target, two_phase=commit == TWO_PHASE) as resource:
-            commit_batch(resource, messages, batch_id)
-            for sink_id in sorted({m.sink_id for m in messages if m is not None}):
-                resource.forget_markers(sink_id, batch_id + 1 - keep_markers)
+        else:
+            with PostgresResource(self.target, two_phase=commit == TWO_PHASE) as resource:
+                commit_batch(resource, messages, batch_id)
+                for sink_id in sorted({m.sink_id for m in messages if m is not None}):
+                    resource.forget_markers(sink_id, batch_id + 1 - keep_markers)
+        report_rejected(messages, batch_id, self.options)
 
     def _abort(self, messages: Sequence[SinkCommitMessage | None]) -> None:
         if self.options.commit == TWO_PHASE:

@@ -23,9 +23,10 @@ from jetspark.sinks.jdbc.resource import PostgresResource, gid_of
 from jetspark.sinks.jdbc.target import prepare_target
 from jetspark.sinks.jdbc.writer import JdbcDataSource
 from jetspark.sinks.transactional import PartitionKey, SinkError, commit_batch, write_partition
-from tests.integration.scripts.sink_ids_source import IdsSource, ids_schema
+from tests.integration.scripts.sink_ids_source import BAD_AMOUNT, BAD_TEXT, IdsSource, ids_schema, poisoned
 from tests.integration.scripts.sink_pg import (
     PrivateServer,
+    dead_letters,
     id_counts,
     markers,
     prepared_in_schema,
@@ -129,8 +130,9 @@ def test_idempotent_upsert_updates_and_last_row_of_a_key_wins(pg_dsn, schema):
     first = pa.RecordBatch.from_pydict({"id": [1, 2], "name": ["a", "b"], "amount": [1.0, 2.0]})
     again = pa.RecordBatch.from_pydict({"id": [2, 3, 2], "name": ["b1", "c", "b2"],
                                         "amount": [2.1, 3.0, 2.2]})
-    assert copy_upsert(target, iter([first])) == 2
-    assert copy_upsert(target, iter([again])) == 3
+    key = PartitionKey("q0", 0, 0, 0)
+    assert copy_upsert(target, key, iter([first])) == (2, 0)
+    assert copy_upsert(target, key, iter([again])) == (3, 0)
     with psycopg.connect(pg_dsn) as conn:
         rows = conn.execute(sql.SQL("SELECT id, name, amount FROM {} ORDER BY id").format(
             sql.Identifier(schema, "events"))).fetchall()
@@ -308,3 +310,96 @@ def test_prepared_transactions_survive_a_server_restart_and_commit_once(private_
         commit_batch(driver, prepared, 0)
     assert id_counts(private_server.dsn, "public", "events") == Counter([0, 100, 1, 101])
     assert prepared_with_prefix(private_server.dsn, "jetspark:") == []
+
+
+# -- rows PostgreSQL refuses (onRejected) ----------------------------------------------------
+
+def _create_checked_events(dsn: str, schema: str, key: bool = False) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE {} (id bigint {}, name text, amount double precision "
+                             "CHECK (amount >= 0))").format(
+            sql.Identifier(schema, "events"), sql.SQL("PRIMARY KEY" if key else "")))
+
+
+def _split(total: int) -> tuple[Counter, list[tuple[int, str]]]:
+    """The ids the table keeps, and (id, sqlstate) of those it refuses."""
+    bad = {i: ("22021" if i % 10 == BAD_TEXT else "23514") for i in range(total)
+           if i % 10 in (BAD_TEXT, BAD_AMOUNT)}
+    return Counter(i for i in range(total) if i not in bad), sorted(bad.items())
+
+
+def test_rejected_rows_go_to_the_dead_letter_table_once_and_the_stream_goes_on(registered, pg_dsn, schema,
+                                                                              tmp_path):
+    _create_checked_events(pg_dsn, schema)
+    stream = poisoned(registered.readStream.format("jetspark_test_ids").option("total", TOTAL)
+                       .option("step", STEP).load())
+    query = (stream.writeStream.format("jetjdbc").option("url", pg_dsn).option("table", f"{schema}.events")
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    kept, refused = _split(TOTAL)
+    assert id_counts(pg_dsn, schema, "events") == kept
+    letters = dead_letters(pg_dsn, schema)
+    assert [(i, state) for i, state, *_ in letters] == refused
+    assert {b for _, _, b, _, _ in letters} == set(range(TOTAL // STEP))  # every batch had some
+    assert all(name == f"row-{i}\x00" for i, state, _, _, name in letters if state == "22021")
+    assert sum(m[4] for m in markers(pg_dsn, schema)) == sum(kept.values())  # markers count rows kept
+    assert prepared_in_schema(pg_dsn, schema) == []
+
+
+@pytest.mark.parametrize("commit", ["task", "upsert", "none"])
+def test_every_commit_sets_rejected_rows_aside(registered, pg_dsn, schema, commit):
+    _create_checked_events(pg_dsn, schema, key=commit == "upsert")
+    df = poisoned(registered.range(0, TOTAL, numPartitions=3).selectExpr(
+        "id", "concat('row-', id) AS name", "id * 0.5 AS amount"))
+    writer = (df.write.format("jetjdbc").option("url", pg_dsn).option("table", f"{schema}.events")
+              .option("guarantee", GIVES[commit]).option("commit", commit)
+              .option("deadLetterTable", f"{schema}.bad_rows").mode("append"))
+    if commit == "upsert":
+        writer = writer.option("keys", "id")
+    writer.save()
+    kept, refused = _split(TOTAL)
+    assert id_counts(pg_dsn, schema, "events") == kept
+    assert [(i, state) for i, state, *_ in dead_letters(pg_dsn, schema, "bad_rows")] == refused
+
+
+def test_on_rejected_fail_stops_the_query_naming_the_row_and_writes_nothing(registered, pg_dsn, schema,
+                                                                           tmp_path):
+    _create_checked_events(pg_dsn, schema)
+    password = password_of(pg_dsn) or "Hunter2x"
+    stream = poisoned(registered.readStream.format("jetspark_test_ids").option("total", TOTAL)
+                       .option("step", STEP).load())
+    query = (stream.writeStream.format("jetjdbc").option("url", pg_dsn).option("password", password)
+             .option("table", f"{schema}.events").option("onRejected", "fail")
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    with pytest.raises(Exception) as e:
+        query.processAllAvailable()
+    query.stop()
+    text = str(e.value)
+    assert "PostgreSQL refused a row of batch 0" in text and "(SQLSTATE 22021)" in text
+    assert "onRejected=dead-letter (the default)" in text and password not in text
+    assert id_counts(pg_dsn, schema, "events") == Counter()  # the batch's other partition rolled back
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT to_regclass(%s)", (f"{schema}.events_rejected",)).fetchone()[0] is None
+
+
+def test_a_foreign_key_refusal_without_a_line_is_found_by_halving(pg_dsn, schema):
+    """PostgreSQL checks a foreign key at the end of the COPY and names no line: the rows are
+    halved until each refused one is alone."""
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        known = sql.Identifier(schema, "known")
+        conn.execute(sql.SQL("CREATE TABLE {} (id bigint PRIMARY KEY)").format(known))
+        conn.execute(sql.SQL("INSERT INTO {} SELECT generate_series(0, 99, 2)").format(known))
+        conn.execute(sql.SQL("CREATE TABLE {} (id bigint REFERENCES {}, name text, amount float8)").format(
+            sql.Identifier(schema, "events"), known))
+    target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)
+    ids = [0, 2, 5, 4, 6, 8, 9, 10, 12, 14, 16, 17, 18]
+    message = _resource_write(target, PartitionKey("q5", 0, 0, 0), ids)
+    assert (message.rows, message.rejected) == (10, 3)
+    with PostgresResource(target, two_phase=True) as driver:
+        commit_batch(driver, [message], 0)
+    assert id_counts(pg_dsn, schema, "events") == Counter(i for i in ids if i % 2 == 0)
+    assert [(i, state) for i, state, *_ in dead_letters(pg_dsn, schema)] == [
+        (5, "23503"), (9, "23503"), (17, "23503")]

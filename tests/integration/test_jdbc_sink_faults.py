@@ -14,8 +14,10 @@ from psycopg import sql
 
 from jetspark.devtools.services.registry import run_dir
 from tests.faults_harness import run_script
+from tests.integration.scripts.sink_ids_source import BAD_AMOUNT, BAD_TEXT
 from tests.integration.scripts.sink_pg import (
     PrivateServer,
+    dead_letter_ids,
     id_counts,
     markers,
     prepared_in_schema,
@@ -35,35 +37,39 @@ def schema(pg_dsn, pg_schema):
     assert not leftovers, f"prepared transactions were left behind: {leftovers}"
 
 
-def _table(dsn: str, schema: str, key: bool = False) -> str:
+def _table(dsn: str, schema: str, key: bool = False, check: str = "") -> str:
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE TABLE {} (id bigint {}, name text, amount double precision)").format(
-            sql.Identifier(schema, "events"), sql.SQL("PRIMARY KEY" if key else "")))
+        conn.execute(sql.SQL("CREATE TABLE {} (id bigint {}, name text, amount double precision {})").format(
+            sql.Identifier(schema, "events"), sql.SQL("PRIMARY KEY" if key else ""), sql.SQL(check)))
     return f"{schema}.events"
 
 
-def _run_chain(tmp_path, dsn, schema, commit, faults, *extra_args):
+def _run_chain(tmp_path, dsn, schema, commit, faults, *extra_args, env=None):
     """Kill the query at each fault in turn (same checkpoint), then let it complete."""
     checkpoint = tmp_path / "checkpoint"
     args = [dsn, f"{schema}.events", str(checkpoint), commit, str(TOTAL), str(STEP), *extra_args]
     for fault in faults:
-        run = run_script(SCRIPT, *args, fault=fault, state_dir=tmp_path)
+        run = run_script(SCRIPT, *args, fault=fault, state_dir=tmp_path, env=env)
         assert run.killed, f"{fault} was not reached (rc={run.returncode}):\n{run.output[-3000:]}"
-        counts = id_counts(dsn, schema, "events")
+        counts = id_counts(dsn, schema, "events") + dead_letter_ids(dsn, schema)
         assert all(c == 1 for c in counts.values()), f"duplicates after a kill at {fault}: {counts}"
-    run_script(SCRIPT, *args, state_dir=tmp_path).check_ok()
+    run_script(SCRIPT, *args, state_dir=tmp_path, env=env).check_ok()
 
 
 def test_exactly_once_survives_driver_kills_at_every_point(pg_dsn, schema, tmp_path):
-    _table(pg_dsn, schema)
+    """Some rows are refused by the table (``poisoned``): they are dead letters, committed with
+    their partition, so each row ends up once, in the table or in the dead-letter table."""
+    _table(pg_dsn, schema, check="CHECK (amount >= 0)")
     _run_chain(tmp_path, pg_dsn, schema, "two-phase", [
         "sink.during_write@1",      # a task is writing: nothing prepared yet
         "sink.after_prepare@2",     # both tasks prepared, the driver never commits
         "sink.during_recovery@1",   # the restarted tasks find those prepared transactions
         "sink.during_commit@1",     # the driver committed one partition of the batch, not the other
         "sink.after_commit@2",      # batch 1 is in the table, Spark has not recorded it
-    ])
-    assert id_counts(pg_dsn, schema, "events") == Counter(range(TOTAL))
+    ], env={"SINK_POISON": "1"})
+    refused = [i for i in range(TOTAL) if i % 10 in (BAD_TEXT, BAD_AMOUNT)]
+    assert id_counts(pg_dsn, schema, "events") == Counter(i for i in range(TOTAL) if i not in refused)
+    assert dead_letter_ids(pg_dsn, schema) == Counter(refused)
     marks = markers(pg_dsn, schema)
     assert len({m[0] for m in marks}) == 1  # the query id (sink id) is stable across restarts
     assert [(m[1], m[2]) for m in marks] == [(0, 0), (0, 1), (1, 0), (1, 1)]

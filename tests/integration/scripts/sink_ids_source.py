@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 SCHEMA = "id bigint, name string, amount double"
+BAD_TEXT, BAD_AMOUNT = 3, 7  # poisoned(): ids ending in 3 get a NUL in their name, in 7 a negative amount
 
 
 def ids_schema():
@@ -19,6 +20,18 @@ def ids_schema():
 
     return T.StructType([T.StructField("id", T.LongType()), T.StructField("name", T.StringType()),
                          T.StructField("amount", T.DoubleType())])
+
+
+def poisoned(df):
+    """The ids rows with two kinds of rows PostgreSQL refuses: a NUL in the name (no text column
+    can hold it) for ids ending in 3, and for those ending in 7 a negative amount (refused by
+    ``CHECK (amount >= 0)``)."""
+    from pyspark.sql import functions as F
+
+    digit, name, amount = F.col("id") % 10, F.col("name"), F.col("amount")
+    return df.select("id",
+                     F.when(digit == BAD_TEXT, F.concat(name, F.lit("\x00"))).otherwise(name).alias("name"),
+                     F.when(digit == BAD_AMOUNT, -amount - 1).otherwise(amount).alias("amount"))
 
 
 class _IdsReader(DataSourceStreamReader):

@@ -2,6 +2,8 @@
 
     python sink_jdbc_query.py DSN TABLE CHECKPOINT MODE TOTAL STEP [SPARK_MASTER [USE_DAEMON]]
 
+With ``SINK_POISON=1`` in the environment the rows are ``poisoned`` (some refused by PostgreSQL).
+
 Python workers run without the PySpark daemon by default, so a fault point hit in a task
 or in the driver's commit worker kills the whole driver process group (a crashed driver).
 """
@@ -17,7 +19,7 @@ sys.path.insert(0, _HERE)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_HERE, os.environ.get("PYTHONPATH")]))
 
 from query_end import run_to_end  # noqa: E402
-from sink_ids_source import IdsSource  # noqa: E402
+from sink_ids_source import IdsSource, poisoned  # noqa: E402
 
 from jetspark.devtools.spark import local_session  # noqa: E402
 from jetspark.sinks.guarantees import GIVES  # noqa: E402
@@ -31,6 +33,8 @@ def main() -> None:
     spark.dataSource.register(IdsSource)
     spark.dataSource.register(JdbcDataSource)
     stream = spark.readStream.format("jetspark_test_ids").option("total", total).option("step", step).load()
+    if os.environ.get("SINK_POISON"):
+        stream = poisoned(stream)
     writer = (stream.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
               .option("guarantee", GIVES[commit]).option("commit", commit)
               .option("checkpointLocation", checkpoint))

@@ -4,6 +4,7 @@ private server (for settings and restarts the shared server must not see)."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,22 @@ def id_counts(dsn: str, schema: str, table: str) -> Counter:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(sql.SQL("SELECT id FROM {}").format(sql.Identifier(schema, table))).fetchall()
     return Counter(r[0] for r in rows)
+
+
+def dead_letters(dsn: str, schema: str, table: str = "events_rejected") -> list[tuple]:
+    """(id, sqlstate, batch_id, partition_id, name) of each row of a dead-letter table, by id;
+    none when the table does not exist."""
+    with psycopg.connect(dsn) as conn:
+        if conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."{table}"',)).fetchone()[0] is None:
+            return []
+        rows = conn.execute(sql.SQL("SELECT row_json, sqlstate, batch_id, partition_id FROM {}").format(
+            sql.Identifier(schema, table))).fetchall()
+    return sorted((json.loads(j)["id"], state, b, p, json.loads(j)["name"]) for j, state, b, p in rows)
+
+
+def dead_letter_ids(dsn: str, schema: str, table: str = "events_rejected") -> Counter:
+    """How many times each id is in the dead-letter table."""
+    return Counter(row[0] for row in dead_letters(dsn, schema, table))
 
 
 def markers(dsn: str, schema: str) -> list[tuple]:

@@ -27,12 +27,18 @@ option ``mode`` naming its replacement.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from jetspark.errors import OptionError
 from jetspark.options import Options
+
+if TYPE_CHECKING:
+    from jetspark.sinks.transactional import SinkCommitMessage
+
+log = logging.getLogger(__name__)
 
 Guarantee = Literal["exactly-once", "at-least-once"]
 Commit = Literal["two-phase", "task", "upsert", "none"]
@@ -113,3 +119,14 @@ def parse_guarantee(opts: Options, sink: SinkCommits) -> tuple[Guarantee, Commit
 def parse_on_rejected(opts: Options) -> OnRejected:
     """``onRejected``: ``dead-letter`` (default) or ``fail``."""
     return opts.choice("onRejected", DEAD_LETTER, get_args(OnRejected))  # type: ignore[return-value]
+
+
+def report_rejected(messages: Sequence[SinkCommitMessage | None], batch_id: int, sink: str, target: str,
+                    dead_letters: str) -> int:
+    """Say on the driver, once a batch is committed, how many of its records went to the
+    dead letters (``onRejected``); the number."""
+    n = sum(m.rejected for m in messages if m is not None)
+    if n:
+        log.warning("%s: %d record(s) of batch %d refused by %s were written to the dead-letter %s",
+                    sink, n, batch_id, target, dead_letters)
+    return n

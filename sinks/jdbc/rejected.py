@@ -20,10 +20,9 @@ partition is. Rows keep their order (an upsert's last row of a key still wins). 
 from __future__ import annotations
 
 import json
-import logging
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,9 +35,7 @@ from jetspark.sinks.guarantees import FAIL
 from jetspark.sinks.jdbc.arrow_copy import to_csv
 from jetspark.sinks.jdbc.options import JdbcSinkOptions, TableName
 from jetspark.sinks.jdbc.target import ensure_dead_letter_table
-from jetspark.sinks.transactional import PartitionKey, SinkCommitMessage, SinkError
-
-log = logging.getLogger(__name__)
+from jetspark.sinks.transactional import PartitionKey, SinkError
 
 SAVEPOINT = sql.Identifier("jetspark_rows")
 DEAD_LETTER_COLUMNS = "sink_id, batch_id, partition_id, row_json, sqlstate, error"
@@ -133,17 +130,6 @@ def refused(e: psycopg.Error, key: PartitionKey, options: JdbcSinkOptions) -> Si
         f"for table {options.table} (SQLSTATE {e.sqlstate}): {options.scrub(describe(e))}. With "
         f"onRejected=fail the query stops here; onRejected=dead-letter (the default) writes such "
         f"rows to the dead-letter table {options.dead_letter_table} and goes on")
-
-
-def report_rejected(messages: Sequence[SinkCommitMessage | None], batch_id: int,
-                    options: JdbcSinkOptions) -> int:
-    """Say on the driver, once the batch is committed, how many of its rows went to the
-    dead-letter table; the number."""
-    n = sum(m.rejected for m in messages if m is not None)
-    if n:
-        log.warning("jetjdbc: %d row(s) of batch %d refused by PostgreSQL for table %s were written to "
-                    "the dead-letter table %s", n, batch_id, options.table, options.dead_letter_table)
-    return n
 
 
 def _line_counts(batch: pa.RecordBatch) -> np.ndarray:

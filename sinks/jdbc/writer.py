@@ -29,10 +29,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from jetspark import faults
-from jetspark.sinks.guarantees import NONE, TWO_PHASE, UPSERT
+from jetspark.sinks.guarantees import NONE, TWO_PHASE, UPSERT, report_rejected
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
 from jetspark.sinks.jdbc.plain import copy_append, copy_upsert
-from jetspark.sinks.jdbc.rejected import report_rejected
 from jetspark.sinks.jdbc.resource import PostgresResource
 from jetspark.sinks.jdbc.target import PostgresTarget, prepare_target
 from jetspark.sinks.transactional import (
@@ -77,7 +76,8 @@ class _JdbcWrite:
                 commit_batch(resource, messages, batch_id)
                 for sink_id in sorted({m.sink_id for m in messages if m is not None}):
                     resource.forget_markers(sink_id, batch_id + 1 - keep_markers)
-        report_rejected(messages, batch_id, self.options)
+        report_rejected(messages, batch_id, "jetjdbc", f"PostgreSQL for table {self.options.table}",
+                        f"table {self.options.dead_letter_table}")
 
     def _abort(self, messages: Sequence[SinkCommitMessage | None]) -> None:
         if self.options.commit == TWO_PHASE:

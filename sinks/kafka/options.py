@@ -21,8 +21,10 @@ from jetspark.sinks.guarantees import (
     UPSERT,
     Commit,
     Guarantee,
+    OnRejected,
     SinkCommits,
     parse_guarantee,
+    parse_on_rejected,
 )
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
@@ -36,7 +38,10 @@ COMMITS = SinkCommits(
     old_modes={"exactly-once": TASK, "transactional": TASK, "idempotent": NONE, "at-least-once": NONE})
 
 KNOWN = ("topic", "guarantee", "commit", "sinkId", "transactionalIdPrefix", "markerTopic",
-         "includeHeaders", *SPARK_WRITER_OPTIONS)
+         "includeHeaders", "onRejected", "deadLetterTopic", *SPARK_WRITER_OPTIONS)
+DEAD_LETTER_SUFFIX = ".rejected"
+#: The dead-letter topic of a sink without option ``topic`` (its rows name their topics).
+DEFAULT_DEAD_LETTER_TOPIC = "jetspark.rejected"
 # Producer settings the sink owns (Spark's Kafka sink refuses its serializers the same way).
 MANAGED = ("transactional.id", "key.serializer", "value.serializer", "enable.idempotence")
 _ID_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -53,6 +58,8 @@ class KafkaSinkOptions:
     sink_id: str | None
     transactional_id_prefix: str
     marker_topic: str | None
+    on_rejected: OnRejected
+    dead_letter_topic: str
 
     @property
     def transactional(self) -> bool:
@@ -106,6 +113,11 @@ class KafkaSinkOptions:
                               "an existing topic to keep the sink's commit markers on (offsets of a "
                               "consumer group); required with commit=task (guarantee=exactly-once) "
                               "when option 'topic' is not set")
+        dead_letter_topic = opts.string("deadLetterTopic") or (
+            f"{topic}{DEAD_LETTER_SUFFIX}" if topic else DEFAULT_DEAD_LETTER_TOPIC)
+        if dead_letter_topic in (topic, marker_topic):
+            raise OptionError("deadLetterTopic", dead_letter_topic,
+                              "a topic other than the sink's topic and marker topic")
         return cls(
             producer=tuple(sorted(producer.items())),
             topic=topic,
@@ -114,4 +126,6 @@ class KafkaSinkOptions:
             sink_id=sink_id,
             transactional_id_prefix=prefix,
             marker_topic=marker_topic,
+            on_rejected=parse_on_rejected(opts),
+            dead_letter_topic=dead_letter_topic,
         )

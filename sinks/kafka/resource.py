@@ -28,6 +28,7 @@ from jetspark.datasources.kafka.broker import rejected_setting_error
 from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered, until_answered
 from jetspark.datasources.kafka.scopes import consumer_settings
 from jetspark.sinks.kafka.options import KafkaSinkOptions
+from jetspark.sinks.kafka.rejected import Rejections
 from jetspark.sinks.kafka.rows import KafkaColumns, produce_batch
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
 
@@ -81,7 +82,12 @@ class KafkaResource(TransactionalResource):
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._key: PartitionKey | None = None
+        self._rejections: Rejections | None = None
         self._in_transaction = False
+
+    @property
+    def rejected(self) -> int:  # type: ignore[override]
+        return self._rejections.count if self._rejections is not None else 0
 
     def _marker_partition(self, offset: int | None = None) -> TopicPartition:
         assert self.options.marker_topic is not None
@@ -111,12 +117,15 @@ class KafkaResource(TransactionalResource):
 
     def begin(self, key: PartitionKey) -> None:
         self._key = key
+        self._rejections = Rejections(self.options, key, self._require_producer())
         self._call("begin_transaction")
         self._in_transaction = True
 
     def write(self, batch: pa.RecordBatch) -> int:
-        producer = self._require_producer()
-        return produce_batch(producer.produce, producer.poll, batch, self.columns, self.options.topic)
+        producer, rejections = self._require_producer(), self._rejections
+        assert rejections is not None, "begin() first"
+        return produce_batch(producer.produce, producer.poll, batch, self.columns, self.options.topic,
+                             rejections, rejections.partitions)
 
     def prepare(self) -> str:
         key = self._key

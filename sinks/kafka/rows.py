@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pyarrow as pa
+from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql import types as T
 
 from jetspark.sinks.transactional import SinkError
@@ -69,51 +71,98 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
     return batch.column(index)
 
 
+class Rejection(NamedTuple):
+    """A row Kafka will not take, found before or when it is handed to the producer."""
+
+    row: int
+    topic: str | None
+    partition: int | None
+    reason: str
+    too_large: bool = False
+    """The record is over the producer's ``message.max.bytes``: its dead letter has no value."""
+
+
+#: What the sink does with a rejected row: raise (``onRejected=fail``) or keep it elsewhere.
+Reject = Callable[[Rejection, object, object, list | None], None]
+#: A topic's partition count, or None when unknown yet (a topic the broker is creating), or the
+#: reason no record can go to it (an invalid name).
+PartitionCount = Callable[[str], "int | str | None"]
+
+#: librdkafka errors of ``produce()`` that are about the record, not the client or the cluster.
+RECORD_ERRORS = (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError._UNKNOWN_PARTITION, KafkaError._INVALID_ARG)
+
+
 def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, columns: KafkaColumns,
-                  default_topic: str | None) -> int:
-    """Hand every row of ``batch`` to the producer; wait (poll) when its queue is full."""
+                  default_topic: str | None, reject: Reject, partitions: PartitionCount) -> int:
+    """Hand every row of ``batch`` to the producer (waiting, by ``poll``, when its queue is
+    full); a row Kafka will not take goes to ``reject``. The number of rows handed over."""
     n = batch.num_rows
     values = _column(batch, "value").to_pylist()
-    keys = _column(batch, "key").to_pylist() if columns.key else None
+    keys = _column(batch, "key").to_pylist() if columns.key else [None] * n
     # As in Spark's Kafka sink, the topic option overrides the topic column.
     topics = _column(batch, "topic").to_pylist() if columns.topic and default_topic is None else None
-    partitions = _column(batch, "partition").to_pylist() if columns.partition else None
+    given = _column(batch, "partition").to_pylist() if columns.partition else None
     headers = _column(batch, "headers").to_pylist() if columns.headers else None
-    if topics is None and partitions is None and headers is None:
-        _produce_simple(produce, poll, default_topic, values, keys)
-        return n
+    rejected = 0
+    if topics is None and given is None and headers is None:  # the common case, in a tight loop
+        for i, (value, key) in enumerate(zip(values, keys, strict=True)):
+            try:
+                produce(default_topic, value, key)
+                continue
+            except BufferError:  # the producer's queue is full: wait, then produce it again
+                poll(0.05)
+                why = produce_record(produce, poll, default_topic, value, key, None, None)
+            except KafkaException as e:
+                why = _record_error(e)
+            if why is not None:
+                reject(Rejection(i, default_topic, None, *why), value, key, None)
+                rejected += 1
+        return n - rejected
     for i in range(n):
         topic = topics[i] if topics is not None else default_topic
-        if topic is None:
-            raise SinkError("a row has a null 'topic' and no option 'topic' is set")
-        kwargs = {}
-        if partitions is not None and partitions[i] is not None:
-            kwargs["partition"] = partitions[i]
-        if headers is not None and headers[i]:
-            kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
-        key = keys[i] if keys is not None else None
-        while True:
-            try:
-                produce(topic, values[i], key, **kwargs)
-                break
-            except BufferError:
-                poll(0.05)
-    return n
+        partition = given[i] if given is not None else None
+        row_headers = [(h["key"], h["value"]) for h in headers[i] or ()] if headers is not None else None
+        why = _unfit(topic, partition, partitions) or produce_record(
+            produce, poll, topic, values[i], keys[i], partition, row_headers)
+        if why is not None:
+            reject(Rejection(i, topic, partition, *why), values[i], keys[i], row_headers)
+            rejected += 1
+    return n - rejected
 
 
-def _produce_simple(produce: Callable, poll: Callable, topic: str | None, values: list,
-                    keys: list | None) -> None:
-    """The common case (value, maybe key, one topic) in a tight loop."""
-    if keys is None:
-        keys = [None] * len(values)
-    for value, key in zip(values, keys, strict=True):
+def _unfit(topic: str | None, partition: int | None, partitions: PartitionCount) -> tuple[str] | None:
+    """Why a row cannot go where its columns say, before the producer sees it."""
+    if topic is None:
+        return ("its topic is null and option 'topic' is not set",)
+    count = partitions(topic)
+    if isinstance(count, str):
+        return (f"topic {topic!r}: {count}",)
+    if partition is not None and count is not None and not 0 <= partition < count:
+        return (f"partition {partition} does not exist: topic {topic!r} has {count} partitions",)
+    return None
+
+
+def produce_record(produce: Callable, poll: Callable, topic: str | None, value: object, key: object,
+             partition: int | None, headers: list | None) -> tuple[str, bool] | None:
+    """Produce one record; None, or why librdkafka refused the record itself."""
+    kwargs: dict[str, object] = {}
+    if partition is not None:
+        kwargs["partition"] = partition
+    if headers:
+        kwargs["headers"] = headers
+    while True:
         try:
-            produce(topic, value, key)
+            produce(topic, value, key, **kwargs)
+            return None
         except BufferError:
-            while True:
-                poll(0.05)
-                try:
-                    produce(topic, value, key)
-                    break
-                except BufferError:
-                    continue
+            poll(0.05)
+        except KafkaException as e:
+            return _record_error(e)
+
+
+def _record_error(e: KafkaException) -> tuple[str, bool]:
+    """Why librdkafka refused the record itself (and whether for its size); re-raise any other error."""
+    error = e.args[0]
+    if not isinstance(error, KafkaError) or error.code() not in RECORD_ERRORS:
+        raise e
+    return error.str(), error.code() == KafkaError.MSG_SIZE_TOO_LARGE

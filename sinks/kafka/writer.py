@@ -27,7 +27,9 @@ from pyspark.sql.types import StructType
 
 from jetspark import faults
 from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered
+from jetspark.sinks.guarantees import report_rejected
 from jetspark.sinks.kafka.options import KafkaSinkOptions
+from jetspark.sinks.kafka.rejected import Rejections
 from jetspark.sinks.kafka.resource import TIMEOUT_S, DeliveryErrors, KafkaResource, make_producer
 from jetspark.sinks.kafka.rows import KafkaColumns, check_schema, produce_batch
 from jetspark.sinks.transactional import (
@@ -42,22 +44,25 @@ from jetspark.sinks.transactional import (
 )
 
 
-def produce_at_least_once(options: KafkaSinkOptions, columns: KafkaColumns,
-                          batches: Iterator[pa.RecordBatch]) -> int:
-    """Idempotent producer (no duplicates from its own retries); flushed and checked at the end."""
+def produce_at_least_once(options: KafkaSinkOptions, columns: KafkaColumns, key: PartitionKey,
+                          batches: Iterator[pa.RecordBatch]) -> tuple[int, int]:
+    """Idempotent producer (no duplicates from its own retries); flushed and checked at the end.
+    The rows written, and those Kafka refused (dead letters, ``onRejected``)."""
     errors, refusals = DeliveryErrors(), Refusals()
     producer = make_producer(options, {"enable.idempotence": "true", "error_cb": refusals}, errors)
+    rejections = Rejections(options, key, producer)
     rows = 0
     for batch in batches:
         if batch.num_rows:
-            rows += produce_batch(producer.produce, producer.poll, batch, columns, options.topic)
+            rows += produce_batch(producer.produce, producer.poll, batch, columns, options.topic, rejections,
+                                  rejections.partitions)
             faults.point(DURING_WRITE)
     remaining = flush_until_delivered(producer, refusals, TIMEOUT_S, options.scrub)
     if remaining or errors.errors:
         first = options.scrub(errors.errors[0]) if errors.errors else "timed out"
         raise SinkError(f"{remaining + len(errors.errors)} records not delivered to Kafka "
                         f"({options.bootstrap}); first error: {first}")
-    return rows
+    return rows, rejections.count
 
 
 class _KafkaWrite:
@@ -68,8 +73,9 @@ class _KafkaWrite:
         if self.options.transactional:
             with KafkaResource(self.options, self.columns) as resource:
                 return write_partition(resource, key, batches)
-        rows = produce_at_least_once(self.options, self.columns, batches)
-        return SinkCommitMessage(key.sink_id, key.batch_id, key.partition_id, key.attempt, rows)
+        rows, rejected = produce_at_least_once(self.options, self.columns, key, batches)
+        return SinkCommitMessage(key.sink_id, key.batch_id, key.partition_id, key.attempt, rows,
+                                 rejected=rejected)
 
     def _commit(self, messages: Sequence[SinkCommitMessage | None], batch_id: int) -> None:
         if self.options.transactional:
@@ -77,6 +83,8 @@ class _KafkaWrite:
                 commit_batch(resource, messages, batch_id)
         else:
             faults.point(AFTER_COMMIT)
+        report_rejected(messages, batch_id, "jetkafka", "Kafka",
+                        f"topic {self.options.dead_letter_topic}")
 
 
 class KafkaStreamWriter(_KafkaWrite, DataSourceStreamArrowWriter):

@@ -161,3 +161,52 @@ def test_mixin_composes_with_the_jetkafka_source_class():
     writer = source.streamWriter(T.StructType([T.StructField("value", T.StringType())]), False)
     assert isinstance(writer, KafkaStreamWriter) and writer.options.topic == "t"
     assert Combined.name() == "jetkafka"
+
+
+def test_records_kafka_refuses_go_to_the_dead_letter_topic_once(registered, kafka_bootstrap, kafka_topic,
+                                                                tmp_path):
+    """A partition the topic lacks (ids ending in 3), a value over message.max.bytes (7) and a
+    null topic (5) are dead letters, in the tasks' transactions; the stream goes on."""
+    topic, dead = kafka_topic(partitions=2), kafka_topic()
+    stream = (registered.readStream.format("jetspark_test_ids").option("total", TOTAL).option("step", STEP)
+              .load().selectExpr(
+                  "CAST(id AS STRING) AS key",
+                  "CASE WHEN id % 10 = 7 THEN repeat('x', 1100000) ELSE name END AS value",
+                  f"CASE WHEN id % 10 = 5 THEN NULL ELSE '{topic}' END AS topic",
+                  "CASE WHEN id % 10 = 3 THEN 9 END AS partition"))
+    query = (stream.writeStream.format("jetkafka_sink_test")
+             .option("kafka.bootstrap.servers", kafka_bootstrap)
+             .option("markerTopic", topic).option("deadLetterTopic", dead)
+             .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    refused = {i: i % 10 for i in range(TOTAL) if i % 10 in (3, 5, 7)}
+    assert _ids(read_topic(kafka_bootstrap, topic)) == Counter(i for i in range(TOTAL) if i not in refused)
+    letters = {int(k): (v, dict(h)) for k, v, _, h in read_topic(kafka_bootstrap, dead)}
+    assert sorted(letters) == sorted(refused)
+    for i, digit in refused.items():
+        value, headers = letters[i]
+        assert headers["jetspark.rejected.sink"] == str(query.id).encode()
+        reason = headers["jetspark.rejected.reason"].decode()
+        if digit == 3:
+            assert value == f"row-{i}".encode() and headers["jetspark.rejected.partition"] == b"9"
+            assert reason == f"partition 9 does not exist: topic '{topic}' has 2 partitions"
+        elif digit == 5:
+            assert reason == "its topic is null and option 'topic' is not set"
+        else:
+            assert value is None and headers["jetspark.rejected.valueBytes"] == b"1100000"
+            assert "too large" in reason and headers["jetspark.rejected.topic"] == topic.encode()
+
+
+def test_on_rejected_fail_stops_naming_the_row(registered, kafka_bootstrap, kafka_topic):
+    topic = kafka_topic(partitions=2)
+    df = registered.createDataFrame([("1", "a", 0), ("2", "b", 5)], "key string, value string, partition int")
+    with pytest.raises(Exception) as e:
+        (df.coalesce(1).write.format("jetkafka_sink_test").option("kafka.bootstrap.servers", kafka_bootstrap)
+         .option("topic", topic).option("onRejected", "fail").mode("append").save())
+    text = str(e.value)
+    assert "Kafka refuses row 1 of batch 0, partition 0: partition 5 does not exist" in text
+    assert f"dead-letter topic {topic}.rejected" in text
+    assert read_topic(kafka_bootstrap, topic) == []  # the task's transaction was aborted

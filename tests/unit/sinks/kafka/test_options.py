@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql import types as T
 
 from jetspark.errors import OptionError
@@ -72,50 +73,106 @@ def test_check_schema_lists_every_problem():
 
 
 class FakeProducer:
-    """Records produce calls; the first call of each row may raise BufferError (queue full)."""
+    """Records produce calls; the first call of each row may raise BufferError (queue full); a
+    value over ``max_bytes`` is refused as librdkafka refuses it."""
 
-    def __init__(self, full_every: int = 0) -> None:
+    def __init__(self, full_every: int = 0, max_bytes: int = 1 << 20) -> None:
         self.records: list[tuple] = []
         self.polls = 0
         self.full_every = full_every
+        self.max_bytes = max_bytes
         self.calls = 0
 
     def produce(self, topic, value=None, key=None, **kwargs):
         self.calls += 1
         if self.full_every and self.calls % self.full_every == 0:
             raise BufferError("queue full")
+        if value is not None and len(value) > self.max_bytes:
+            raise KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large"))
         self.records.append((topic, value, key, kwargs))
 
     def poll(self, timeout):
         self.polls += 1
 
 
+class Kept:
+    """A ``reject`` that keeps what it is given, and partition counts of two topics."""
+
+    def __init__(self) -> None:
+        self.rejections: list = []
+
+    def __call__(self, rejection, value, key, headers) -> None:
+        self.rejections.append((rejection, value, key, headers))
+
+    @staticmethod
+    def partitions(topic: str):
+        return {"a": 4, "new": None}.get(topic, "not a valid topic name (Broker: Invalid topic)")
+
+
+def _produce(p: FakeProducer, batch, columns: KafkaColumns, topic: str | None, kept: Kept | None = None
+             ) -> int:
+    kept = kept or Kept()
+    return produce_batch(p.produce, p.poll, batch, columns, topic, kept, kept.partitions)
+
+
 def test_produce_batch_simple_path_retries_when_queue_is_full():
     p = FakeProducer(full_every=3)
     batch = pa.RecordBatch.from_pydict({"key": ["1", "2", None, "4"], "value": [b"a", b"b", b"c", None]})
-    assert produce_batch(p.produce, p.poll, batch, KafkaColumns(True, False, False, False), "t") == 4
+    assert _produce(p, batch, KafkaColumns(True, False, False, False), "t") == 4
     assert [r[:3] for r in p.records] == [("t", b"a", "1"), ("t", b"b", "2"), ("t", b"c", None),
                                           ("t", None, "4")]
     assert p.polls >= 1
 
 
 def test_produce_batch_with_topic_partition_headers():
-    p = FakeProducer(full_every=2)
+    p, kept = FakeProducer(full_every=2), Kept()
     batch = pa.RecordBatch.from_pydict({
         "value": ["x", "y"], "topic": ["a", None], "partition": pa.array([2, None], pa.int32()),
         "headers": [[{"key": "h", "value": b"1"}], []],
     })
-    with pytest.raises(SinkError, match="null 'topic'"):
-        produce_batch(p.produce, p.poll, batch, KafkaColumns(False, True, True, True), None)
+    assert _produce(p, batch, KafkaColumns(False, True, True, True), None, kept) == 1
     assert p.records == [("a", "x", None, {"partition": 2, "headers": [("h", b"1")]})]
+    [(rejection, value, _, _)] = kept.rejections
+    assert (rejection.row, rejection.topic, value) == (1, None, "y")
+    assert "its topic is null and option 'topic' is not set" in rejection.reason
+
+
+def test_rows_kafka_would_refuse_are_rejected_not_produced():
+    """A partition the topic lacks, an invalid topic name and a record over message.max.bytes go
+    to ``reject``, the other rows to the producer, in order; a topic the broker does not know yet
+    (None: maybe being created) is left to the producer."""
+    p, kept = FakeProducer(full_every=3, max_bytes=5), Kept()
+    batch = pa.RecordBatch.from_pydict({
+        "value": ["ok", "p9", "bad", "toolong", "new", "neg"], "key": ["k0", "k1", "k2", "k3", "k4", "k5"],
+        "topic": ["a", "a", "no such!", "a", "new", "a"],
+        "partition": pa.array([3, 9, None, None, 7, -1], pa.int32()),
+    })
+    assert _produce(p, batch, KafkaColumns(True, True, True, False), None, kept) == 2
+    assert [(r[0], r[1]) for r in p.records] == [("a", "ok"), ("new", "new")]
+    rows = {r.row: r for r, *_ in kept.rejections}
+    assert sorted(rows) == [1, 2, 3, 5]
+    assert rows[1].reason == "partition 9 does not exist: topic 'a' has 4 partitions"
+    assert not rows[1].too_large
+    assert rows[2].reason == "topic 'no such!': not a valid topic name (Broker: Invalid topic)"
+    assert rows[3].too_large and "Message size too large" in rows[3].reason
+    assert rows[5].reason.startswith("partition -1 does not exist")
+
+
+def test_the_simple_path_rejects_a_record_over_message_max_bytes():
+    p, kept = FakeProducer(full_every=2, max_bytes=3), Kept()
+    batch = pa.RecordBatch.from_pydict({"value": [b"a", b"toolong", b"b"]})
+    assert _produce(p, batch, KafkaColumns(False, False, False, False), "t", kept) == 2
+    assert [r[1] for r in p.records] == [b"a", b"b"]
+    [(rejection, value, _, _)] = kept.rejections
+    assert (rejection.row, rejection.topic, rejection.too_large, value) == (1, "t", True, b"toolong")
 
 
 def test_topic_option_overrides_the_topic_column_as_in_spark():
     p = FakeProducer(full_every=100)
     batch = pa.RecordBatch.from_pydict({"value": ["x", "y"], "topic": ["a", None],
                                         "partition": pa.array([2, None], pa.int32())})
-    produce_batch(p.produce, p.poll, batch, KafkaColumns(False, True, True, False), "option")
-    assert p.records == [("option", "x", None, {"partition": 2}), ("option", "y", None, {})]
+    _produce(p, batch, KafkaColumns(False, True, True, False), "a")
+    assert p.records == [("a", "x", None, {"partition": 2}), ("a", "y", None, {})]
 
 
 def test_options_spark_itself_passes_are_accepted():

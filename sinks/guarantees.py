@@ -27,18 +27,13 @@ option ``mode`` naming its replacement.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import Literal, get_args
 
 from jetspark.errors import OptionError
 from jetspark.options import Options
-
-if TYPE_CHECKING:
-    from jetspark.sinks.transactional import SinkCommitMessage
-
-log = logging.getLogger(__name__)
 
 Guarantee = Literal["exactly-once", "at-least-once"]
 Commit = Literal["two-phase", "task", "upsert", "none"]
@@ -116,17 +111,18 @@ def parse_guarantee(opts: Options, sink: SinkCommits) -> tuple[Guarantee, Commit
     return guarantee, commit
 
 
+def suffixed(name: str, suffix: str, limit: int) -> str:
+    """``<name><suffix>``, the default name of a dead-letter table or topic; when that is
+    longer than the target allows (``limit`` bytes), the name is cut and a hash of the whole
+    name keeps it apart from other long names (and from ``name`` itself)."""
+    whole = f"{name}{suffix}"
+    if len(whole.encode()) <= limit:
+        return whole
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    stem = name.encode()[:limit - len(suffix.encode()) - len(digest) - 1].decode(errors="ignore")
+    return f"{stem}_{digest}{suffix}"
+
+
 def parse_on_rejected(opts: Options) -> OnRejected:
     """``onRejected``: ``dead-letter`` (default) or ``fail``."""
     return opts.choice("onRejected", DEAD_LETTER, get_args(OnRejected))  # type: ignore[return-value]
-
-
-def report_rejected(messages: Sequence[SinkCommitMessage | None], batch_id: int, sink: str, target: str,
-                    dead_letters: str) -> int:
-    """Say on the driver, once a batch is committed, how many of its records went to the
-    dead letters (``onRejected``); the number."""
-    n = sum(m.rejected for m in messages if m is not None)
-    if n:
-        log.warning("%s: %d record(s) of batch %d refused by %s were written to the dead-letter %s",
-                    sink, n, batch_id, target, dead_letters)
-    return n

@@ -20,6 +20,7 @@ A third resource (MariaDB XA, …) is a new subclass; the algorithm below stays 
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -37,6 +38,8 @@ AFTER_PREPARE = "sink.after_prepare"
 DURING_COMMIT = "sink.during_commit"
 AFTER_COMMIT = "sink.after_commit"
 DURING_RECOVERY = "sink.during_recovery"
+
+log = logging.getLogger(__name__)
 
 SINK_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 SINK_ID_ACCEPTED = "1 to 100 characters of A-Z a-z 0-9 _ . - (default: the streaming query id)"
@@ -208,3 +211,14 @@ def task_key(default_sink_id: str | None, fallback_batch_id: int = 0) -> Partiti
     batch = ctx.getLocalProperty("streaming.sql.batchId")
     return PartitionKey(sink_id, int(batch) if batch is not None else fallback_batch_id,
                         ctx.partitionId(), ctx.attemptNumber())
+
+
+def report_rejected(messages: Sequence[SinkCommitMessage | None], batch_id: int, sink: str, target: str,
+                    dead_letters: str) -> int:
+    """Say on the driver, once a batch is committed, how many of its records went to the
+    dead letters (``onRejected``); the number."""
+    n = sum(m.rejected for m in messages if m is not None)
+    if n:
+        log.warning("%s: %d record(s) of batch %d refused by %s were written to the dead-letter %s",
+                    sink, n, batch_id, target, dead_letters)
+    return n

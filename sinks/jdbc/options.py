@@ -6,7 +6,6 @@ Option names follow Spark's JDBC data source where they overlap (``url``, ``dbta
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from jetspark.sinks.guarantees import (
     SinkCommits,
     parse_guarantee,
     parse_on_rejected,
+    suffixed,
 )
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
@@ -72,15 +72,9 @@ class TableName:
         return TableName(self.schema, name)
 
     def with_suffix(self, suffix: str) -> TableName:
-        """``<name><suffix>`` in the same schema. A name past PostgreSQL's 63 bytes is shortened
-        with a hash of the whole name, so it never truncates into another table's name (the
-        table's own, for one)."""
-        name = f"{self.name}{suffix}"
-        if len(name.encode()) > MAX_IDENTIFIER_BYTES:
-            digest = hashlib.sha1(self.name.encode()).hexdigest()[:8]
-            stem = self.name.encode()[:MAX_IDENTIFIER_BYTES - len(suffix) - 9].decode(errors="ignore")
-            name = f"{stem}_{digest}{suffix}"
-        return self.sibling(name)
+        """``<name><suffix>`` in the same schema, shortened with a hash past PostgreSQL's 63
+        bytes (which would truncate it, perhaps into the table's own name)."""
+        return self.sibling(suffixed(self.name, suffix, MAX_IDENTIFIER_BYTES))
 
 
 def _unquote(ident: str) -> str:
@@ -166,8 +160,8 @@ class JdbcSinkOptions:
         dead_letter_table = (TableName.parse(dead_letter, "deadLetterTable") if dead_letter
                              else table.with_suffix(DEAD_LETTER_SUFFIX))
         if dead_letter_table in (table, marker_table):
-            raise OptionError("deadLetterTable", dead_letter,
-                              "a table other than the sink's table and its marker table")
+            raise OptionError("deadLetterTable", str(dead_letter_table),
+                              "a table other than the sink's table and its marker table (markerTable)")
         return cls(
             conninfo=url,
             user=opts.string("user"),

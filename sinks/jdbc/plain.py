@@ -9,7 +9,7 @@ import pyarrow as pa
 from psycopg import sql
 
 from jetspark import faults
-from jetspark.sinks.jdbc.rejected import copy_batch
+from jetspark.sinks.jdbc.rejected import RejectingCopy
 from jetspark.sinks.jdbc.target import PostgresTarget, connect
 from jetspark.sinks.transactional import DURING_WRITE, PartitionKey
 
@@ -26,16 +26,14 @@ class Written(NamedTuple):
 
 def copy_append(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.RecordBatch]) -> Written:
     """``commit=none`` (at-least-once): COPY every batch into the table in one transaction per task."""
-    rows = rejected = 0
     with connect(target.options, autocommit=False) as conn:
+        copy = RejectingCopy(conn, target.copy_sql(), key, target.options)
         for batch in batches:
             if batch.num_rows:
-                refused = copy_batch(conn, target.copy_sql(), batch, key, target.options)
-                rows += batch.num_rows - refused
-                rejected += refused
+                copy.write(batch)
                 faults.point(DURING_WRITE)
         conn.commit()
-    return Written(rows, rejected)
+    return Written(copy.rows, copy.rejected)
 
 
 def copy_upsert(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.RecordBatch]) -> Written:
@@ -50,20 +48,18 @@ def copy_upsert(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.
     """
     options = target.options
     staging = sql.Identifier(STAGING)
-    rows = rejected = 0
     with connect(options, autocommit=False) as conn, conn.cursor() as cur:
         cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
                             "ON COMMIT DROP").format(staging, target.table_sql))
+        copy = RejectingCopy(conn, target.copy_sql(staging), key, options)
         for batch in batches:
             if batch.num_rows:
-                refused = copy_batch(conn, target.copy_sql(staging), batch, key, options)
-                rows += batch.num_rows - refused
-                rejected += refused
+                copy.write(batch)
                 faults.point(DURING_WRITE)
-        if rows:
+        if copy.rows:
             cur.execute(upsert_sql(target))
         conn.commit()
-    return Written(rows, rejected)
+    return Written(copy.rows, copy.rejected)
 
 
 def upsert_sql(target: PostgresTarget) -> sql.Composed:

@@ -3,18 +3,23 @@
 A row is *rejected* when PostgreSQL refuses it for its own data: SQLSTATE class 22 (a data
 exception: a NUL character or invalid UTF-8 in text, a value too long, out of range or not
 valid input for the column's type) or class 23 (a NOT NULL, CHECK, UNIQUE or FOREIGN KEY
-constraint). Any other error (connection, permission, lock timeout …) fails the task as
-before.
+constraint). Any other error (connection, permission, lock timeout, and ``22P04``, a COPY
+framing error that would be jetspark's own) fails the task as before.
 
-With ``onRejected=dead-letter`` (the default) every COPY runs under a savepoint. When it fails
-with a rejection, the transaction goes back to the savepoint and the rows are copied again in
-pieces: the rows before the one PostgreSQL names (its ``COPY …, line N`` context), that row
-alone, the rows after it; without a line (a foreign key, checked at the end of the
-statement) the range is halved. A row refused on its own is a dead letter: it is written to
-the dead-letter table, with the error, inside the same transaction as the other rows and the
-marker, so with ``two-phase`` or ``task`` a dead letter is committed exactly once, when its
-partition is. Rows keep their order (an upsert's last row of a key still wins). With
-``onRejected=fail`` the task fails with the first rejection, naming the row and the option.
+With ``onRejected=dead-letter`` (the default) a task's COPYs run under a savepoint taken every
+:data:`WINDOW_ROWS` rows, and the batches copied since it are kept. When a COPY fails with a
+rejection, the transaction goes back to the savepoint, the kept batches are copied again
+(PostgreSQL took them already) and the failing batch is copied in pieces, each under a
+savepoint of its own: the rows before the one PostgreSQL names (its ``COPY …, line N``
+context), that row alone, and the rows after it in halves; without a line (a foreign key,
+checked at the end of the statement) the range is halved. A row refused alone is a dead
+letter, written with the error to the dead-letter table inside the task's transaction, so with
+``two-phase`` or ``task`` it is committed once, with the partition's rows and marker. A row a
+foreign key refused alone is tried once more after the rest of its batch (its parent may be a
+later row of the batch). Rows keep their order otherwise (an upsert's last row of a key still
+wins). One savepoint per window rather than per batch keeps a large task below PostgreSQL's 64
+cached subtransactions. With ``onRejected=fail`` the task fails at the first rejection,
+naming the row, the reason and the option.
 """
 
 from __future__ import annotations
@@ -34,14 +39,17 @@ from psycopg import sql
 from jetspark.sinks.guarantees import FAIL
 from jetspark.sinks.jdbc.arrow_copy import to_csv
 from jetspark.sinks.jdbc.options import JdbcSinkOptions, TableName
-from jetspark.sinks.jdbc.target import ensure_dead_letter_table
+from jetspark.sinks.jdbc.target import DEAD_LETTER_COLUMNS, ensure_dead_letter_table
 from jetspark.sinks.transactional import PartitionKey, SinkError
 
-SAVEPOINT = sql.Identifier("jetspark_rows")
-DEAD_LETTER_COLUMNS = "sink_id, batch_id, partition_id, row_json, sqlstate, error"
+WINDOW_ROWS = 100_000
+"""Rows copied under one savepoint (one subtransaction), and kept in memory to copy again."""
+_WINDOW = "jetspark_window"
+_PIECE = "jetspark_rows"
 _REJECTING_CLASSES = ("22", "23")
-_LINE_RE = re.compile(r"\bCOPY [^\n]*?, line (\d+)")
-_COLUMN_RE = re.compile(r"\bCOPY [^\n]*?, line \d+, column ([^:\n]+):")
+_NOT_REJECTIONS = ("22P04",)  # bad_copy_file_format: the CSV jetspark wrote, not the row's data
+_FOREIGN_KEY = "23503"
+_CONTEXT_RE = re.compile(r"\bCOPY [^\n]*?, line (\d+)(?:, column ([^:\n]+):)?")
 
 CopyRows = Callable[[pa.RecordBatch], None]
 
@@ -57,7 +65,8 @@ class Rejection:
 
 def is_rejection(e: psycopg.Error) -> bool:
     """Whether PostgreSQL refused the data itself (SQLSTATE class 22 or 23)."""
-    return (e.sqlstate or "")[:2] in _REJECTING_CLASSES
+    state = e.sqlstate or ""
+    return state[:2] in _REJECTING_CLASSES and state not in _NOT_REJECTIONS
 
 
 def describe(e: psycopg.Error) -> str:
@@ -65,71 +74,152 @@ def describe(e: psycopg.Error) -> str:
     text = e.diag.message_primary or str(e).splitlines()[0]
     if e.diag.message_detail:
         text += f" ({e.diag.message_detail})"
-    column = _COLUMN_RE.search(e.diag.context or "")
-    if column:
-        text += f"; column {column.group(1)}"
+    m = _CONTEXT_RE.search(e.diag.context or "")
+    if m and m.group(2):
+        text += f"; column {m.group(2)}"
     return text
 
 
-def copy_batch(conn: psycopg.Connection, statement: sql.Composable, batch: pa.RecordBatch,
-               key: PartitionKey, options: JdbcSinkOptions) -> int:
-    """COPY ``batch`` with ``statement`` in the open transaction of ``conn``, a rejected row
-    handled as ``onRejected`` says; the number of rows refused (and written as dead letters)."""
+class RejectingCopy:
+    """The COPYs of one task's transaction, a rejected row handled as ``onRejected`` says.
 
-    def copy_rows(rows: pa.RecordBatch) -> None:
-        with conn.cursor().copy(statement) as copy:
-            copy.write(memoryview(to_csv(rows)))
+    ``write`` one Arrow batch after another; ``rows`` and ``rejected`` count the rows written
+    and those set aside as dead letters so far."""
 
-    if options.on_rejected == FAIL:
+    def __init__(self, conn: psycopg.Connection, statement: sql.Composable, key: PartitionKey,
+                 options: JdbcSinkOptions) -> None:
+        self.conn, self.statement, self.key, self.options = conn, statement, key, options
+        self.rows = 0
+        self.rejected = 0
+        self._kept: list[pa.RecordBatch] = []
+        self._kept_rows = 0
+        self._in_window = False
+
+    def write(self, batch: pa.RecordBatch) -> int:
+        """COPY ``batch``; the number of its rows written (the others are dead letters)."""
+        if self.options.on_rejected == FAIL:
+            try:
+                self._copy(batch)
+            except psycopg.Error as e:
+                if is_rejection(e):
+                    raise refused(e, self.key, self.options, self._seen, _named_row(e, batch)) from None
+                raise
+            return self._count(batch.num_rows, 0)
+        if not self._in_window:
+            self._execute("SAVEPOINT {}", _WINDOW)
+            self._in_window = True
         try:
-            copy_rows(batch)
-        except psycopg.Error as e:
-            if is_rejection(e):
-                raise refused(e, key, options) from None
-            raise
-        return 0
-    rejected = copy_rejecting(conn, copy_rows, batch)
-    if rejected:
-        ensure_dead_letter_table(options)
-        insert_dead_letters(conn, options.dead_letter_table, key, batch, rejected)
-    return len(rejected)
-
-
-def copy_rejecting(conn: psycopg.Connection, copy_rows: CopyRows, batch: pa.RecordBatch) -> list[Rejection]:
-    """COPY ``batch`` inside the open transaction of ``conn`` and return the rows refused.
-
-    ``copy_rows`` COPYs a slice. Every other row is in the table afterwards, in order."""
-    lines = _line_counts(batch)
-    rejected: list[Rejection] = []
-    todo = [(0, batch.num_rows)]  # a stack: the leftmost range is on top
-    while todo:
-        lo, hi = todo.pop()
-        conn.execute(sql.SQL("SAVEPOINT {}").format(SAVEPOINT))
-        try:
-            copy_rows(batch.slice(lo, hi - lo))
+            self._copy(batch)
         except psycopg.Error as e:
             if not is_rejection(e):
                 raise  # the task's transaction is rolled back as a whole
-            conn.execute(sql.SQL("ROLLBACK TO SAVEPOINT {}").format(SAVEPOINT))
-            if hi - lo == 1:
-                rejected.append(Rejection(lo, e.sqlstate or "", describe(e)))
-                continue
-            named = _named_row(e, lines, lo, hi)
-            pieces = ([(lo, named), (named, named + 1), (named + 1, hi)] if named is not None
-                      else [(lo, (lo + hi) // 2), ((lo + hi) // 2, hi)])
-            todo.extend(p for p in reversed(pieces) if p[0] < p[1])
+            self._execute("ROLLBACK TO SAVEPOINT {0}; RELEASE SAVEPOINT {0}", _WINDOW)
+            self._in_window = False
+            for kept in self._kept:  # PostgreSQL took these already: it takes them again
+                self._copy(kept)
+            self._kept, self._kept_rows = [], 0
+            rejected = copy_rejecting(self.conn, self._copy, batch, e)
+            if rejected:
+                ensure_dead_letter_table(self.options)
+                insert_dead_letters(self.conn, self.options.dead_letter_table, self.key, batch, rejected)
+            return self._count(batch.num_rows - len(rejected), len(rejected))
+        self._kept.append(batch)
+        self._kept_rows += batch.num_rows
+        if self._kept_rows >= WINDOW_ROWS:
+            self._execute("RELEASE SAVEPOINT {}", _WINDOW)
+            self._in_window = False
+            self._kept, self._kept_rows = [], 0
+        return self._count(batch.num_rows, 0)
+
+    @property
+    def _seen(self) -> int:
+        return self.rows + self.rejected
+
+    def _count(self, rows: int, rejected: int) -> int:
+        self.rows += rows
+        self.rejected += rejected
+        return rows
+
+    def _copy(self, rows: pa.RecordBatch) -> None:
+        with self.conn.cursor().copy(self.statement) as copy:
+            copy.write(memoryview(to_csv(rows)))
+
+    def _execute(self, statement: str, name: str) -> None:
+        self.conn.execute(sql.SQL(statement).format(sql.Identifier(name)))
+
+
+def copy_rejecting(conn: psycopg.Connection, copy_rows: CopyRows, batch: pa.RecordBatch,
+                   error: psycopg.Error) -> list[Rejection]:
+    """COPY ``batch``, whose COPY as a whole failed with the rejection ``error``, in pieces
+    inside the open transaction of ``conn``; the rows refused. Every other row is in the table
+    afterwards, in order (but for a row a foreign key refused at first, see the module).
+
+    Each failure splits its range: before the row PostgreSQL names, that row, and the rest in
+    halves; or in halves without a name. So a batch costs O(n log n) rows sent at worst, when
+    most of its rows are refused, and a few COPYs for a rare refused row."""
+    lines = _line_counts(batch)
+    rejected: list[Rejection] = []
+    retry: list[tuple[int, psycopg.Error]] = []
+    todo = _split(error, lines, 0, batch.num_rows)  # a stack: the leftmost range is on top
+    while todo:
+        lo, hi = todo.pop()
+        failure = _copy_piece(conn, copy_rows, batch.slice(lo, hi - lo))
+        if failure is None:
             continue
-        conn.execute(sql.SQL("RELEASE SAVEPOINT {}").format(SAVEPOINT))
-    return rejected
+        if hi - lo > 1:
+            todo.extend(_split(failure, lines, lo, hi))
+        elif failure.sqlstate == _FOREIGN_KEY:
+            retry.append((lo, failure))
+        else:
+            rejected.append(Rejection(lo, failure.sqlstate or "", describe(failure)))
+    for row, _ in retry:  # its parent may have come later in the batch
+        failure = _copy_piece(conn, copy_rows, batch.slice(row, 1))
+        if failure is not None:
+            rejected.append(Rejection(row, failure.sqlstate or "", describe(failure)))
+    return sorted(rejected, key=lambda r: r.row)
 
 
-def refused(e: psycopg.Error, key: PartitionKey, options: JdbcSinkOptions) -> SinkError:
+def _copy_piece(conn: psycopg.Connection, copy_rows: CopyRows, rows: pa.RecordBatch) -> psycopg.Error | None:
+    """COPY ``rows`` under a savepoint; the rejection that undid them, or None."""
+    piece = sql.Identifier(_PIECE)
+    conn.execute(sql.SQL("SAVEPOINT {}").format(piece))
+    try:
+        copy_rows(rows)
+    except psycopg.Error as e:
+        if not is_rejection(e):
+            raise
+        conn.execute(sql.SQL("ROLLBACK TO SAVEPOINT {0}; RELEASE SAVEPOINT {0}").format(piece))
+        return e
+    conn.execute(sql.SQL("RELEASE SAVEPOINT {}").format(piece))
+    return None
+
+
+def _split(error: psycopg.Error, lines: np.ndarray, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The pieces of ``[lo, hi)`` to copy next, rightmost first (a stack)."""
+    named = _row_on_line(error, lines, lo, hi)
+    pieces = ([(lo, named), (named, named + 1), *_halves(named + 1, hi)] if named is not None
+              else _halves(lo, hi))
+    return [p for p in reversed(pieces) if p[0] < p[1]]
+
+
+def _halves(lo: int, hi: int) -> list[tuple[int, int]]:
+    mid = (lo + hi) // 2
+    return [(lo, mid), (mid, hi)] if hi - lo > 1 else [(lo, hi)]
+
+
+def refused(e: psycopg.Error, key: PartitionKey, options: JdbcSinkOptions, seen: int,
+            named: int | None) -> SinkError:
     """The error of ``onRejected=fail``: which row, why, and the option that keeps such rows."""
+    row = f"row {seen + named} of" if named is not None else "a row of"
     return SinkError(
-        f"jetjdbc: PostgreSQL refused a row of batch {key.batch_id}, partition {key.partition_id} "
+        f"jetjdbc: PostgreSQL refused {row} batch {key.batch_id}, partition {key.partition_id} "
         f"for table {options.table} (SQLSTATE {e.sqlstate}): {options.scrub(describe(e))}. With "
         f"onRejected=fail the query stops here; onRejected=dead-letter (the default) writes such "
         f"rows to the dead-letter table {options.dead_letter_table} and goes on")
+
+
+def _named_row(e: psycopg.Error, batch: pa.RecordBatch) -> int | None:
+    return _row_on_line(e, _line_counts(batch), 0, batch.num_rows)
 
 
 def _line_counts(batch: pa.RecordBatch) -> np.ndarray:
@@ -143,10 +233,10 @@ def _line_counts(batch: pa.RecordBatch) -> np.ndarray:
     return counts
 
 
-def _named_row(e: psycopg.Error, lines: np.ndarray, lo: int, hi: int) -> int | None:
+def _row_on_line(e: psycopg.Error, lines: np.ndarray, lo: int, hi: int) -> int | None:
     """The row of ``[lo, hi)`` on the line PostgreSQL names, or None without a line. Only a
     hint: the row is tried again alone, so a wrong one costs a COPY, never a wrong result."""
-    m = _LINE_RE.search(e.diag.context or "")
+    m = _CONTEXT_RE.search(e.diag.context or "")
     if m is None:
         return None
     ends = np.cumsum(lines[lo:hi])  # the last line of each row of the slice
@@ -161,7 +251,7 @@ def insert_dead_letters(conn: psycopg.Connection, table: TableName, key: Partiti
                         batch: pa.RecordBatch, rejected: list[Rejection]) -> None:
     """Write ``rejected`` rows of ``batch`` to the dead-letter table, in the open transaction."""
     statement = sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s, %s)").format(
-        sql.Identifier(*table.parts()), sql.SQL(DEAD_LETTER_COLUMNS))
+        sql.Identifier(*table.parts()), sql.SQL(", ").join(map(sql.Identifier, DEAD_LETTER_COLUMNS)))
     rows = [(key.sink_id, key.batch_id, key.partition_id, row_json(batch, r.row), r.sqlstate, r.error)
             for r in rejected]
     with conn.cursor() as cur:
@@ -193,4 +283,3 @@ def _plain(value: object) -> object:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
-

@@ -19,7 +19,7 @@ import pyarrow as pa
 from psycopg import errors, sql
 
 from jetspark import faults
-from jetspark.sinks.jdbc.rejected import copy_batch
+from jetspark.sinks.jdbc.rejected import RejectingCopy
 from jetspark.sinks.jdbc.target import MARKER_COLUMNS, PostgresTarget, connect
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
 
@@ -58,7 +58,7 @@ class PostgresResource(TransactionalResource):
         self.supports_remote_commit = two_phase
         self._conn: psycopg.Connection | None = None
         self._key: PartitionKey | None = None
-        self._rows = 0
+        self._copy: RejectingCopy | None = None
 
     @property
     def conn(self) -> psycopg.Connection:
@@ -78,18 +78,17 @@ class PostgresResource(TransactionalResource):
 
     def begin(self, key: PartitionKey) -> None:
         self._key = key
-        self._rows = 0
-        self.rejected = 0
+        self._copy = RejectingCopy(self.conn, self.target.copy_sql(), key, self.target.options)
         self.conn.execute("BEGIN")
         self.conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{LOCK_WAIT_S}s")))
 
     def write(self, batch: pa.RecordBatch) -> int:
         with self._lock_waits():
-            rejected = copy_batch(self.conn, self.target.copy_sql(), batch, self._require_key(),
-                                  self.target.options)
-        self.rejected += rejected
-        self._rows += batch.num_rows - rejected
-        return batch.num_rows - rejected
+            return self._require_copy().write(batch)
+
+    @property
+    def rejected(self) -> int:  # type: ignore[override]
+        return self._copy.rejected if self._copy is not None else 0
 
     def prepare(self) -> str:
         key = self._require_key()
@@ -97,7 +96,7 @@ class PostgresResource(TransactionalResource):
             self.conn.execute(
                 sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s)").format(
                     self.target.marker_sql, sql.SQL(MARKER_COLUMNS)),
-                (key.sink_id, key.batch_id, key.partition_id, key.attempt, self._rows))
+                (key.sink_id, key.batch_id, key.partition_id, key.attempt, self._require_copy().rows))
         gid = gid_of(key)
         if self.supports_remote_commit:
             self.conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
@@ -170,6 +169,11 @@ class PostgresResource(TransactionalResource):
             self._conn = None
 
     # -- helpers ---------------------------------------------------------------------------
+    def _require_copy(self) -> RejectingCopy:
+        if self._copy is None:
+            raise SinkError("no transaction is open (begin() was not called)")
+        return self._copy
+
     def _require_key(self) -> PartitionKey:
         if self._key is None:
             raise SinkError("no transaction is open (begin() was not called)")

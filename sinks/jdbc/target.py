@@ -13,12 +13,15 @@ import psycopg
 from psycopg import errors, sql
 from pyspark.sql import types as T
 
-from jetspark.sinks.guarantees import TASK, TWO_PHASE, UPSERT
+from jetspark.sinks.guarantees import DEAD_LETTER, TASK, TWO_PHASE, UPSERT
 from jetspark.sinks.jdbc.options import JdbcSinkOptions, TableName
 from jetspark.sinks.jdbc.schema import TableColumn, check_supported, create_table_sql, mismatches
 from jetspark.sinks.transactional import SinkError
 
 MARKER_COLUMNS = "sink_id, batch_id, partition_id, attempt, row_count"
+DEAD_LETTER_COLUMNS = ("sink_id", "batch_id", "partition_id", "row_json", "sqlstate", "error")
+_dead_letter_tables: set[tuple[str, TableName]] = set()
+"""Dead-letter tables this process has seen exist (server, table): created or checked once."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
             check_unique_keys(conn, options)
         if options.commit in (TWO_PHASE, TASK):
             ensure_marker_table(conn, options.marker_table)
+        check_dead_letter_table(conn, options)
     return PostgresTarget(options, tuple(schema.fieldNames()))
 
 
@@ -140,13 +144,33 @@ def ensure_marker_table(conn: psycopg.Connection, marker: TableName) -> None:
         sql.Identifier(*marker.parts())))
 
 
+def check_dead_letter_table(conn: psycopg.Connection, options: JdbcSinkOptions) -> None:
+    """With ``onRejected=dead-letter``, an existing dead-letter table must have its columns:
+    refused at start, not at the first refused row. A missing one is created when needed."""
+    table = options.dead_letter_table
+    if options.on_rejected != DEAD_LETTER:
+        return
+    columns = table_columns(conn, table)
+    if columns is None:
+        return
+    missing = [c for c in DEAD_LETTER_COLUMNS if c not in {col.name for col in columns}]
+    if missing:
+        raise SinkError(f"the dead-letter table {table} (option deadLetterTable) exists without the columns "
+                        f"{', '.join(missing)}; jetjdbc writes {', '.join(DEAD_LETTER_COLUMNS)} into it. "
+                        f"Choose another table, or drop this one and let jetjdbc create it")
+    _dead_letter_tables.add((options.conninfo, table))
+
+
 def ensure_dead_letter_table(options: JdbcSinkOptions) -> None:
     """The dead-letter table (:mod:`.rejected`), created when missing, on a connection of its
     own: created inside a task's transaction, it would stay uncommitted while the transaction
     is prepared, and every other task creating it would wait for that."""
     table = options.dead_letter_table
+    if (options.conninfo, table) in _dead_letter_tables:
+        return
     with connect(options) as conn:
         if _regclass(conn, table) is not None:
+            _dead_letter_tables.add((options.conninfo, table))
             return
         try:
             _create_quietly(conn, sql.SQL(
@@ -160,6 +184,7 @@ def ensure_dead_letter_table(options: JdbcSinkOptions) -> None:
             raise SinkError(f"jetjdbc: PostgreSQL refused rows for table {options.table}, and the "
                             f"dead-letter table {table} for them cannot be created: {why}. Create it, "
                             f"choose another (option deadLetterTable), or set onRejected=fail") from None
+    _dead_letter_tables.add((options.conninfo, table))
 
 
 def _regclass(conn: psycopg.Connection, table: TableName) -> int | None:

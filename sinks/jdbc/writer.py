@@ -29,7 +29,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from jetspark import faults
-from jetspark.sinks.guarantees import NONE, TWO_PHASE, UPSERT, report_rejected
+from jetspark.sinks.guarantees import NONE, TWO_PHASE, UPSERT
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
 from jetspark.sinks.jdbc.plain import copy_append, copy_upsert
 from jetspark.sinks.jdbc.resource import PostgresResource
@@ -40,6 +40,7 @@ from jetspark.sinks.transactional import (
     SinkCommitMessage,
     abort_batch,
     commit_batch,
+    report_rejected,
     task_key,
     write_partition,
 )

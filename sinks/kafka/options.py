@@ -25,7 +25,9 @@ from jetspark.sinks.guarantees import (
     SinkCommits,
     parse_guarantee,
     parse_on_rejected,
+    suffixed,
 )
+from jetspark.sinks.kafka.rows import MAX_TOPIC_LENGTH, TOPIC_ACCEPTED, topic_name_problem
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
 #: ``task``: a transactional producer per sink partition commits records and marker
@@ -113,11 +115,14 @@ class KafkaSinkOptions:
                               "an existing topic to keep the sink's commit markers on (offsets of a "
                               "consumer group); required with commit=task (guarantee=exactly-once) "
                               "when option 'topic' is not set")
+        for name, value in (("topic", topic), ("markerTopic", marker_topic)):
+            if value is not None and topic_name_problem(value):
+                raise OptionError(name, value, TOPIC_ACCEPTED)
         dead_letter_topic = opts.string("deadLetterTopic") or (
-            f"{topic}{DEAD_LETTER_SUFFIX}" if topic else DEFAULT_DEAD_LETTER_TOPIC)
-        if dead_letter_topic in (topic, marker_topic):
+            suffixed(topic, DEAD_LETTER_SUFFIX, MAX_TOPIC_LENGTH) if topic else DEFAULT_DEAD_LETTER_TOPIC)
+        if topic_name_problem(dead_letter_topic) or dead_letter_topic in (topic, marker_topic):
             raise OptionError("deadLetterTopic", dead_letter_topic,
-                              "a topic other than the sink's topic and marker topic")
+                              f"{TOPIC_ACCEPTED}; a topic other than the sink's topic and marker topic")
         return cls(
             producer=tuple(sorted(producer.items())),
             topic=topic,

@@ -28,8 +28,8 @@ from jetspark.datasources.kafka.broker import rejected_setting_error
 from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered, until_answered
 from jetspark.datasources.kafka.scopes import consumer_settings
 from jetspark.sinks.kafka.options import KafkaSinkOptions
-from jetspark.sinks.kafka.rejected import Rejections
-from jetspark.sinks.kafka.rows import KafkaColumns, produce_batch
+from jetspark.sinks.kafka.rejected import RejectingProducer
+from jetspark.sinks.kafka.rows import KafkaColumns
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
 
 TIMEOUT_S = 60.0
@@ -82,12 +82,12 @@ class KafkaResource(TransactionalResource):
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._key: PartitionKey | None = None
-        self._rejections: Rejections | None = None
+        self._records: RejectingProducer | None = None
         self._in_transaction = False
 
     @property
     def rejected(self) -> int:  # type: ignore[override]
-        return self._rejections.count if self._rejections is not None else 0
+        return self._records.rejected if self._records is not None else 0
 
     def _marker_partition(self, offset: int | None = None) -> TopicPartition:
         assert self.options.marker_topic is not None
@@ -117,15 +117,14 @@ class KafkaResource(TransactionalResource):
 
     def begin(self, key: PartitionKey) -> None:
         self._key = key
-        self._rejections = Rejections(self.options, key, self._require_producer())
+        self._records = RejectingProducer(self.options, self.columns, key, self._require_producer())
         self._call("begin_transaction")
         self._in_transaction = True
 
     def write(self, batch: pa.RecordBatch) -> int:
-        producer, rejections = self._require_producer(), self._rejections
-        assert rejections is not None, "begin() first"
-        return produce_batch(producer.produce, producer.poll, batch, self.columns, self.options.topic,
-                             rejections, rejections.partitions)
+        if self._records is None:
+            raise SinkError("begin() must run first")
+        return self._records.write(batch)
 
     def prepare(self) -> str:
         key = self._key

@@ -8,11 +8,14 @@ columns are ignored, as in Spark.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql import types as T
 
@@ -71,40 +74,56 @@ def _column(batch: pa.RecordBatch, name: str) -> pa.Array:
     return batch.column(index)
 
 
+class Unfit(NamedTuple):
+    """Why Kafka will not take a record."""
+
+    reason: str
+    too_large: bool = False
+    """The record is over the producer's ``message.max.bytes``: its dead letter has no value."""
+
+
 class Rejection(NamedTuple):
     """A row Kafka will not take, found before or when it is handed to the producer."""
 
     row: int
     topic: str | None
     partition: int | None
-    reason: str
-    too_large: bool = False
-    """The record is over the producer's ``message.max.bytes``: its dead letter has no value."""
+    why: Unfit
 
 
 #: What the sink does with a rejected row: raise (``onRejected=fail``) or keep it elsewhere.
 Reject = Callable[[Rejection, object, object, list | None], None]
-#: A topic's partition count, or None when unknown yet (a topic the broker is creating), or the
-#: reason no record can go to it (an invalid name).
-PartitionCount = Callable[[str], "int | str | None"]
+#: A topic's partition count, or None when not known (yet: the broker may be creating it).
+PartitionCount = Callable[[str], "int | None"]
 
 #: librdkafka errors of ``produce()`` that are about the record, not the client or the cluster.
 RECORD_ERRORS = (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError._UNKNOWN_PARTITION, KafkaError._INVALID_ARG)
+MAX_TOPIC_LENGTH = 249
+_TOPIC_RE = re.compile(rf"^[A-Za-z0-9._-]{{1,{MAX_TOPIC_LENGTH}}}$")
+TOPIC_ACCEPTED = f"a Kafka topic name: 1 to {MAX_TOPIC_LENGTH} of A-Z a-z 0-9 . _ -, not '.' or '..'"
+
+
+def topic_name_problem(topic: str) -> str | None:
+    """Why Kafka would refuse ``topic`` as a name (its own rule), or None."""
+    if _TOPIC_RE.match(topic) and topic not in (".", ".."):
+        return None
+    return f"topic {topic!r} is not a valid topic name ({TOPIC_ACCEPTED})"
 
 
 def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, columns: KafkaColumns,
                   default_topic: str | None, reject: Reject, partitions: PartitionCount) -> int:
     """Hand every row of ``batch`` to the producer (waiting, by ``poll``, when its queue is
-    full); a row Kafka will not take goes to ``reject``. The number of rows handed over."""
+    full); a row Kafka will not take goes to ``reject``. The number of rows handed over.
+    ``partitions`` is asked once per topic of the batch, and only with a ``partition`` column."""
     n = batch.num_rows
     values = _column(batch, "value").to_pylist()
     keys = _column(batch, "key").to_pylist() if columns.key else [None] * n
     # As in Spark's Kafka sink, the topic option overrides the topic column.
-    topics = _column(batch, "topic").to_pylist() if columns.topic and default_topic is None else None
-    given = _column(batch, "partition").to_pylist() if columns.partition else None
+    topic_column = _column(batch, "topic") if columns.topic and default_topic is None else None
+    partition_column = _column(batch, "partition") if columns.partition else None
     headers = _column(batch, "headers").to_pylist() if columns.headers else None
     rejected = 0
-    if topics is None and given is None and headers is None:  # the common case, in a tight loop
+    if topic_column is None and partition_column is None and headers is None:  # the common case
         for i, (value, key) in enumerate(zip(values, keys, strict=True)):
             try:
                 produce(default_topic, value, key)
@@ -115,35 +134,54 @@ def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, colu
             except KafkaException as e:
                 why = _record_error(e)
             if why is not None:
-                reject(Rejection(i, default_topic, None, *why), value, key, None)
+                reject(Rejection(i, default_topic, None, why), value, key, None)
                 rejected += 1
         return n - rejected
+    topics = topic_column.to_pylist() if topic_column is not None else [default_topic] * n
+    given = partition_column.to_pylist() if partition_column is not None else [None] * n
+    unfit = _unfit_rows(n, topic_column, partition_column, default_topic, partitions)
     for i in range(n):
-        topic = topics[i] if topics is not None else default_topic
-        partition = given[i] if given is not None else None
         row_headers = [(h["key"], h["value"]) for h in headers[i] or ()] if headers is not None else None
-        why = _unfit(topic, partition, partitions) or produce_record(
-            produce, poll, topic, values[i], keys[i], partition, row_headers)
+        why = unfit.get(i) or produce_record(produce, poll, topics[i], values[i], keys[i], given[i],
+                                             row_headers)
         if why is not None:
-            reject(Rejection(i, topic, partition, *why), values[i], keys[i], row_headers)
+            reject(Rejection(i, topics[i], given[i], why), values[i], keys[i], row_headers)
             rejected += 1
     return n - rejected
 
 
-def _unfit(topic: str | None, partition: int | None, partitions: PartitionCount) -> tuple[str] | None:
-    """Why a row cannot go where its columns say, before the producer sees it."""
-    if topic is None:
-        return ("its topic is null and option 'topic' is not set",)
-    count = partitions(topic)
-    if isinstance(count, str):
-        return (f"topic {topic!r}: {count}",)
-    if partition is not None and count is not None and not 0 <= partition < count:
-        return (f"partition {partition} does not exist: topic {topic!r} has {count} partitions",)
-    return None
+def _unfit_rows(n: int, topics: pa.Array | None, partitions: pa.Array | None, default_topic: str | None,
+                count: PartitionCount) -> dict[int, Unfit]:
+    """The rows that cannot go where their columns say, found before the producer sees them,
+    per topic of the batch: a null or invalid topic, a partition the topic lacks."""
+    if topics is None:
+        topics = pa.array([default_topic] * n, pa.string())
+    out: dict[int, Unfit] = {}
+    for i in _indices(pc.is_null(topics)):
+        out[i] = Unfit("its topic is null and option 'topic' is not set")
+    for topic in pc.unique(topics.drop_null()).to_pylist():
+        rows = pc.equal(topics, topic)
+        problem = topic_name_problem(topic)
+        if problem is not None:
+            out.update((i, Unfit(problem)) for i in _indices(rows))
+            continue
+        known = count(topic) if partitions is not None else None
+        if known is None:
+            continue
+        outside = pc.or_(pc.less(partitions, 0), pc.greater_equal(partitions, known))
+        for i in _indices(pc.and_(rows, outside)):
+            out[i] = Unfit(f"partition {partitions[i].as_py()} does not exist: topic {topic!r} has {known} "
+                           f"partitions")
+    return out
+
+
+def _indices(mask: pa.Array) -> list[int]:
+    """The positions where ``mask`` is true (null counts as false)."""
+    return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False)).tolist()
 
 
 def produce_record(produce: Callable, poll: Callable, topic: str | None, value: object, key: object,
-             partition: int | None, headers: list | None) -> tuple[str, bool] | None:
+                   partition: int | None, headers: list | None) -> Unfit | None:
     """Produce one record; None, or why librdkafka refused the record itself."""
     kwargs: dict[str, object] = {}
     if partition is not None:
@@ -160,9 +198,9 @@ def produce_record(produce: Callable, poll: Callable, topic: str | None, value: 
             return _record_error(e)
 
 
-def _record_error(e: KafkaException) -> tuple[str, bool]:
-    """Why librdkafka refused the record itself (and whether for its size); re-raise any other error."""
+def _record_error(e: KafkaException) -> Unfit:
+    """Why librdkafka refused the record itself; re-raises any other error."""
     error = e.args[0]
     if not isinstance(error, KafkaError) or error.code() not in RECORD_ERRORS:
         raise e
-    return error.str(), error.code() == KafkaError.MSG_SIZE_TOO_LARGE
+    return Unfit(error.str(), error.code() == KafkaError.MSG_SIZE_TOO_LARGE)

@@ -27,11 +27,10 @@ from pyspark.sql.types import StructType
 
 from jetspark import faults
 from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered
-from jetspark.sinks.guarantees import report_rejected
 from jetspark.sinks.kafka.options import KafkaSinkOptions
-from jetspark.sinks.kafka.rejected import Rejections
+from jetspark.sinks.kafka.rejected import RejectingProducer
 from jetspark.sinks.kafka.resource import TIMEOUT_S, DeliveryErrors, KafkaResource, make_producer
-from jetspark.sinks.kafka.rows import KafkaColumns, check_schema, produce_batch
+from jetspark.sinks.kafka.rows import KafkaColumns, check_schema
 from jetspark.sinks.transactional import (
     AFTER_COMMIT,
     DURING_WRITE,
@@ -39,6 +38,7 @@ from jetspark.sinks.transactional import (
     SinkCommitMessage,
     SinkError,
     commit_batch,
+    report_rejected,
     task_key,
     write_partition,
 )
@@ -50,19 +50,17 @@ def produce_at_least_once(options: KafkaSinkOptions, columns: KafkaColumns, key:
     The rows written, and those Kafka refused (dead letters, ``onRejected``)."""
     errors, refusals = DeliveryErrors(), Refusals()
     producer = make_producer(options, {"enable.idempotence": "true", "error_cb": refusals}, errors)
-    rejections = Rejections(options, key, producer)
-    rows = 0
+    records = RejectingProducer(options, columns, key, producer)
     for batch in batches:
         if batch.num_rows:
-            rows += produce_batch(producer.produce, producer.poll, batch, columns, options.topic, rejections,
-                                  rejections.partitions)
+            records.write(batch)
             faults.point(DURING_WRITE)
     remaining = flush_until_delivered(producer, refusals, TIMEOUT_S, options.scrub)
     if remaining or errors.errors:
         first = options.scrub(errors.errors[0]) if errors.errors else "timed out"
         raise SinkError(f"{remaining + len(errors.errors)} records not delivered to Kafka "
                         f"({options.bootstrap}); first error: {first}")
-    return rows, rejections.count
+    return records.rows, records.rejected
 
 
 class _KafkaWrite:

@@ -378,7 +378,7 @@ def test_on_rejected_fail_stops_the_query_naming_the_row_and_writes_nothing(regi
         query.processAllAvailable()
     query.stop()
     text = str(e.value)
-    assert "PostgreSQL refused a row of batch 0" in text and "(SQLSTATE 22021)" in text
+    assert "PostgreSQL refused row 3 of batch 0, partition 0" in text and "(SQLSTATE 22021)" in text
     assert "onRejected=dead-letter (the default)" in text and password not in text
     assert id_counts(pg_dsn, schema, "events") == Counter()  # the batch's other partition rolled back
     with psycopg.connect(pg_dsn) as conn:
@@ -403,3 +403,46 @@ def test_a_foreign_key_refusal_without_a_line_is_found_by_halving(pg_dsn, schema
     assert id_counts(pg_dsn, schema, "events") == Counter(i for i in ids if i % 2 == 0)
     assert [(i, state) for i, state, *_ in dead_letters(pg_dsn, schema)] == [
         (5, "23503"), (9, "23503"), (17, "23503")]
+
+
+def test_a_refused_row_after_several_savepoint_windows_keeps_every_other_row_once(pg_dsn, schema,
+                                                                                  monkeypatch):
+    """The batches since the last savepoint are copied again after a refusal: each row of a
+    task is written once, in the table or as a dead letter."""
+    from jetspark.sinks.jdbc import rejected
+
+    monkeypatch.setattr(rejected, "WINDOW_ROWS", 4)  # a savepoint every two batches of three rows
+    _create_checked_events(pg_dsn, schema)
+    target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)
+    batches = [pa.RecordBatch.from_pydict({"id": ids, "name": [f"row-{i}" for i in ids],
+                                           "amount": [-1.0 if i in (7, 16) else 0.5 for i in ids]})
+               for ids in ([0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11], [12, 13, 14], [15, 16, 17])]
+    with PostgresResource(target, two_phase=True) as resource:
+        message = write_partition(resource, PartitionKey("q6", 0, 0, 0), iter(batches))
+    assert (message.rows, message.rejected) == (16, 2)
+    with PostgresResource(target, two_phase=True) as driver:
+        commit_batch(driver, [message], 0)
+    assert id_counts(pg_dsn, schema, "events") == Counter(i for i in range(18) if i not in (7, 16))
+    assert [(i, state) for i, state, *_ in dead_letters(pg_dsn, schema)] == [(7, "23514"), (16, "23514")]
+
+
+def test_a_row_whose_parent_comes_later_in_the_batch_is_not_a_dead_letter(pg_dsn, schema):
+    """Copied in pieces, a row whose foreign key names a later row of the batch is refused
+    alone; it is tried again after the rest of the batch and kept."""
+    from pyspark.sql import types as T
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE TABLE {0} (id bigint PRIMARY KEY, parent bigint REFERENCES {0}, "
+                             "name text)").format(sql.Identifier(schema, "events")))
+    spark_schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("parent", T.LongType()),
+                                 T.StructField("name", T.StringType())])
+    target = prepare_target(_options(pg_dsn, schema), spark_schema, False)
+    batch = pa.RecordBatch.from_pydict({"id": [1, 2, 3, 4, 5], "parent": [None, 5, None, 99, 1],
+                                        "name": ["a", "b", "c\x00", "d", "e"]})  # 3's NUL splits the batch
+    with PostgresResource(target, two_phase=True) as resource:
+        message = write_partition(resource, PartitionKey("q7", 0, 0, 0), iter([batch]))
+    assert (message.rows, message.rejected) == (3, 2)
+    with PostgresResource(target, two_phase=True) as driver:
+        commit_batch(driver, [message], 0)
+    assert id_counts(pg_dsn, schema, "events") == Counter([1, 2, 5])
+    assert [(i, state) for i, state, *_ in dead_letters(pg_dsn, schema)] == [(3, "22021"), (4, "23503")]

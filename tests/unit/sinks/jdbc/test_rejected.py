@@ -12,7 +12,7 @@ import pytest
 
 from jetspark.errors import OptionError
 from jetspark.sinks.jdbc.options import JdbcSinkOptions, TableName
-from jetspark.sinks.jdbc.rejected import _line_counts, _named_row, describe, is_rejection, row_json
+from jetspark.sinks.jdbc.rejected import _line_counts, _row_on_line, describe, is_rejection, row_json
 
 BASE = {"url": "postgresql://u@h:5432/db", "table": "analytics.events"}
 
@@ -52,6 +52,7 @@ def test_a_long_table_name_gets_a_dead_letter_name_that_postgres_does_not_trunca
 def test_only_data_and_constraint_errors_are_rejections():
     assert is_rejection(_error("22021")) and is_rejection(_error("23505"))
     assert not is_rejection(_error("55P03")) and not is_rejection(_error("08006"))
+    assert not is_rejection(_error("22P04"))  # bad COPY framing: jetspark's CSV, not the row
 
 
 def test_describe_keeps_message_detail_and_column_not_the_line():
@@ -59,6 +60,9 @@ def test_describe_keeps_message_detail_and_column_not_the_line():
     assert describe(e) == "value too long; column name"
     e = _error("23505", "COPY ev, line 1", "duplicate key", "Key (id)=(1) already exists.")
     assert describe(e) == "duplicate key (Key (id)=(1) already exists.)"
+    # a row quoted in the context that looks like a context does not name a column
+    e = _error("23514", 'COPY ev, line 3: "4,x, line 9, column y: z"', "violates check")
+    assert describe(e) == "violates check"
 
 
 def test_the_line_postgres_names_is_mapped_to_its_row_past_line_feeds_in_text():
@@ -67,11 +71,11 @@ def test_the_line_postgres_names_is_mapped_to_its_row_past_line_feeds_in_text():
     lines = _line_counts(batch)
     assert lines.tolist() == [1, 3, 2, 2, 1]  # rows start on lines 1, 2, 5, 7, 9
     for line, row in [(1, 0), (2, 1), (4, 1), (5, 2), (7, 3), (8, 3), (9, 4)]:
-        assert _named_row(_error("22021", f"COPY ev, line {line}"), lines, 0, 5) == row
+        assert _row_on_line(_error("22021", f"COPY ev, line {line}"), lines, 0, 5) == row
     # within a slice lines count from its first row
-    assert _named_row(_error("22021", "COPY ev, line 3"), lines, 2, 5) == 3
-    assert _named_row(_error("23503", None), lines, 0, 5) is None  # a foreign key: no line
-    assert _named_row(_error("22021", "COPY ev, line 99"), lines, 0, 5) is None
+    assert _row_on_line(_error("22021", "COPY ev, line 3"), lines, 2, 5) == 3
+    assert _row_on_line(_error("23503", None), lines, 0, 5) is None  # a foreign key: no line
+    assert _row_on_line(_error("22021", "COPY ev, line 99"), lines, 0, 5) is None
     assert isinstance(lines, np.ndarray)
 
 

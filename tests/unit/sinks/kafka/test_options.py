@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -9,8 +11,9 @@ from pyspark.sql import types as T
 
 from jetspark.errors import OptionError
 from jetspark.sinks.kafka.options import KafkaSinkOptions
+from jetspark.sinks.kafka.rejected import RejectingProducer
 from jetspark.sinks.kafka.rows import KafkaColumns, check_schema, produce_batch
-from jetspark.sinks.transactional import SinkError
+from jetspark.sinks.transactional import PartitionKey, SinkError
 
 BASE = {"kafka.bootstrap.servers": "h:9092", "topic": "out"}
 
@@ -96,17 +99,18 @@ class FakeProducer:
 
 
 class Kept:
-    """A ``reject`` that keeps what it is given, and partition counts of two topics."""
+    """A ``reject`` that keeps what it is given, and the partition counts of two topics."""
 
     def __init__(self) -> None:
         self.rejections: list = []
+        self.asked: list[str] = []
 
     def __call__(self, rejection, value, key, headers) -> None:
         self.rejections.append((rejection, value, key, headers))
 
-    @staticmethod
-    def partitions(topic: str):
-        return {"a": 4, "new": None}.get(topic, "not a valid topic name (Broker: Invalid topic)")
+    def partitions(self, topic: str):
+        self.asked.append(topic)
+        return {"a": 4, "option": 2}.get(topic)  # None: not known (being created)
 
 
 def _produce(p: FakeProducer, batch, columns: KafkaColumns, topic: str | None, kept: Kept | None = None
@@ -134,7 +138,8 @@ def test_produce_batch_with_topic_partition_headers():
     assert p.records == [("a", "x", None, {"partition": 2, "headers": [("h", b"1")]})]
     [(rejection, value, _, _)] = kept.rejections
     assert (rejection.row, rejection.topic, value) == (1, None, "y")
-    assert "its topic is null and option 'topic' is not set" in rejection.reason
+    assert rejection.why.reason == "its topic is null and option 'topic' is not set"
+    assert kept.asked == ["a"]  # the metadata of each topic of the batch, once
 
 
 def test_rows_kafka_would_refuse_are_rejected_not_produced():
@@ -149,13 +154,21 @@ def test_rows_kafka_would_refuse_are_rejected_not_produced():
     })
     assert _produce(p, batch, KafkaColumns(True, True, True, False), None, kept) == 2
     assert [(r[0], r[1]) for r in p.records] == [("a", "ok"), ("new", "new")]
-    rows = {r.row: r for r, *_ in kept.rejections}
+    rows = {r.row: r.why for r, *_ in kept.rejections}
     assert sorted(rows) == [1, 2, 3, 5]
     assert rows[1].reason == "partition 9 does not exist: topic 'a' has 4 partitions"
     assert not rows[1].too_large
-    assert rows[2].reason == "topic 'no such!': not a valid topic name (Broker: Invalid topic)"
+    assert rows[2].reason.startswith("topic 'no such!' is not a valid topic name")
     assert rows[3].too_large and "Message size too large" in rows[3].reason
     assert rows[5].reason.startswith("partition -1 does not exist")
+    assert sorted(kept.asked) == ["a", "new"]  # an invalid name needs no metadata
+
+
+def test_without_a_partition_column_no_metadata_is_asked():
+    p, kept = FakeProducer(), Kept()
+    batch = pa.RecordBatch.from_pydict({"value": ["x", "y"], "topic": ["a", "b"]})
+    assert _produce(p, batch, KafkaColumns(False, True, False, False), None, kept) == 2
+    assert kept.asked == [] and kept.rejections == []
 
 
 def test_the_simple_path_rejects_a_record_over_message_max_bytes():
@@ -164,15 +177,88 @@ def test_the_simple_path_rejects_a_record_over_message_max_bytes():
     assert _produce(p, batch, KafkaColumns(False, False, False, False), "t", kept) == 2
     assert [r[1] for r in p.records] == [b"a", b"b"]
     [(rejection, value, _, _)] = kept.rejections
-    assert (rejection.row, rejection.topic, rejection.too_large, value) == (1, "t", True, b"toolong")
+    assert (rejection.row, rejection.topic, rejection.why.too_large, value) == (1, "t", True, b"toolong")
 
 
 def test_topic_option_overrides_the_topic_column_as_in_spark():
     p = FakeProducer(full_every=100)
     batch = pa.RecordBatch.from_pydict({"value": ["x", "y"], "topic": ["a", None],
-                                        "partition": pa.array([2, None], pa.int32())})
-    _produce(p, batch, KafkaColumns(False, True, True, False), "a")
-    assert p.records == [("a", "x", None, {"partition": 2}), ("a", "y", None, {})]
+                                        "partition": pa.array([1, None], pa.int32())})
+    _produce(p, batch, KafkaColumns(False, True, True, False), "option")
+    assert p.records == [("option", "x", None, {"partition": 1}), ("option", "y", None, {})]
+
+
+def test_on_rejected_and_the_dead_letter_topic():
+    base = {"kafka.bootstrap.servers": "h:1"}
+    o = KafkaSinkOptions.parse({**base, "topic": "events"})
+    assert (o.on_rejected, o.dead_letter_topic) == ("dead-letter", "events.rejected")
+    o = KafkaSinkOptions.parse({**base, "markerTopic": "m", "onRejected": "Fail"})
+    assert (o.on_rejected, o.dead_letter_topic) == ("fail", "jetspark.rejected")
+    long = KafkaSinkOptions.parse({**base, "topic": "t" * 249}).dead_letter_topic
+    assert len(long) <= 249 and long.endswith(".rejected")
+    for raw, option in [({"topic": "events", "onRejected": "drop"}, "onRejected"),
+                        ({"topic": "events", "deadLetterTopic": "events"}, "deadLetterTopic"),
+                        ({"topic": "events", "deadLetterTopic": "bad name"}, "deadLetterTopic"),
+                        ({"topic": "no such!"}, "topic")]:
+        with pytest.raises(OptionError) as e:
+            KafkaSinkOptions.parse({**base, **raw})
+        assert e.value.option == option
+
+
+class _Metadata:
+    def __init__(self, topics: dict[str, int]) -> None:
+        self.topics = {t: SimpleNamespace(partitions=dict.fromkeys(range(n)), error=None)
+                       for t, n in topics.items()}
+
+
+class FakeTaskProducer(FakeProducer):
+    """A producer whose metadata knows the given topics."""
+
+    def __init__(self, topics: dict[str, int], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.topics = topics
+
+    def list_topics(self, topic=None, timeout=None):
+        return _Metadata({t: n for t, n in self.topics.items() if t == topic})
+
+
+def _records(on_rejected: str) -> tuple[RejectingProducer, FakeTaskProducer]:
+    options = KafkaSinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "a",
+                                      "kafka.sasl.password": "Hunter2x", "onRejected": on_rejected})
+    producer = FakeTaskProducer({"a": 2, "a.rejected": 1}, max_bytes=4)
+    key = PartitionKey("sink1", 7, 3, 0)
+    return RejectingProducer(options, KafkaColumns(True, False, True, True), key, producer), producer
+
+
+def test_a_dead_letter_keeps_the_record_and_says_where_it_was_going():
+    records, producer = _records("dead-letter")
+    first = pa.RecordBatch.from_pydict({"key": ["k0"], "value": ["ok"],
+                                        "partition": pa.array([1], pa.int32()),
+                                        "headers": [[{"key": "h", "value": b"1"}]]})
+    second = pa.RecordBatch.from_pydict({"key": ["k1", "k2"], "value": ["p5", "toolong"],
+                                         "partition": pa.array([5, None], pa.int32()), "headers": [[], []]})
+    assert records.write(first) == 1 and records.write(second) == 0
+    assert (records.rows, records.rejected) == (1, 2)
+    letters = {r[2]: r for r in producer.records if r[0] == "a.rejected"}
+    _, value, _, kwargs = letters["k1"]
+    headers = dict(kwargs["headers"])
+    assert value == "p5" and headers["jetspark.rejected.partition"] == "5"
+    assert headers["jetspark.rejected.reason"] == "partition 5 does not exist: topic 'a' has 2 partitions"
+    assert (headers["jetspark.rejected.sink"], headers["jetspark.rejected.batch"]) == ("sink1", "7")
+    _, value, _, kwargs = letters["k2"]
+    assert value is None and dict(kwargs["headers"])["jetspark.rejected.valueBytes"] == "7"
+
+
+def test_on_rejected_fail_names_the_row_of_the_task():
+    records, _ = _records("fail")
+    records.write(pa.RecordBatch.from_pydict({"key": ["k0"], "value": ["ok"],
+                                              "partition": pa.array([0], pa.int32()), "headers": [[]]}))
+    with pytest.raises(SinkError) as e:
+        records.write(pa.RecordBatch.from_pydict({"key": ["k1"], "value": ["x"],
+                                                  "partition": pa.array([9], pa.int32()), "headers": [[]]}))
+    text = str(e.value)
+    assert "Kafka refuses row 1 of batch 7, partition 3: partition 9 does not exist" in text
+    assert "dead-letter topic a.rejected" in text and "Hunter2x" not in text
 
 
 def test_options_spark_itself_passes_are_accepted():

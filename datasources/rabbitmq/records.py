@@ -109,7 +109,8 @@ def _header_ms(values: list[object]) -> tuple[np.ndarray, np.ndarray]:
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError):
         arr = None
     if arr is not None and (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
-        ms = pc.fill_null(pc.cast(arr, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        # unsafe: an integer beyond +-2**53 rounds, and is beyond year 9999 anyway (malformed)
+        ms = pc.fill_null(pc.cast(arr, pa.float64(), safe=False), 0.0).to_numpy(zero_copy_only=False)
     elif arr is not None and pa.types.is_timestamp(arr.type):
         ms = pc.fill_null(pc.cast(pc.cast(arr, pa.timestamp("us", "UTC")), pa.int64()), 0).to_numpy(
             zero_copy_only=False) / 1000.0

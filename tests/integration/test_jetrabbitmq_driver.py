@@ -284,3 +284,19 @@ def test_a_full_buffer_stops_reading_ahead(amqp_url, rabbit_queue):
     assert 0 < len(got) < 40  # the bound stops the reads before the 4 MB are in
     assert sum(len(d.body) for d in got) < (1 << 20) + (2 << 20)  # bound + one socket read's worth
     c.close()
+
+
+def test_header_integers_beyond_2_to_53_are_malformed_event_times(amqp_url, rabbit_queue, tmp_path):
+    """An integer header that float64 cannot hold exactly is no time in years 1-9999: it follows
+    eventTime.onMalformed (null: counted, the receive time stands in), never an Arrow error."""
+    publish(amqp_url, rabbit_queue, ["ok", "2^53+1", "-2^63"],
+            headers=[{"ts": 1_767_225_600_000}, {"ts": 9_007_199_254_740_993}, {"ts": -2**63}])
+    d = _driver(amqp_url, rabbit_queue, tmp_path, eventTime="header:ts")
+    o1 = d.latest_offset(d.initial_offset(), None)
+    assert o1["seq"] == 3 and o1["counts"]["malformedEventTime"] == 2
+    rows = {r["message_id"]: r for r in d.wal.read(d.plan(d.initial_offset(), o1)[0]).to_pylist()}
+    assert rows["ok"]["event_time_ms"] == 1_767_225_600_000
+    assert rows["-2^63"]["event_time_ms"] > 1_767_225_600_000  # the receive time
+    d.latest_offset(o1, None)
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)  # all acked: nothing comes back
+    d.stop()

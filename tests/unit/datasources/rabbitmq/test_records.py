@@ -41,6 +41,9 @@ def test_timestamps_beyond_year_9999_or_int64_are_malformed_and_null():
     ([dt.datetime(2020, 1, 1, tzinfo=dt.UTC), dt.datetime(2020, 1, 1)], [1577836800000] * 2, [False] * 2),
     (["2020-01-01T00:00:00Z", "soon", b"\xff", 5, {"a": 1}, [1]],
      [1577836800000, RECEIVED, RECEIVED, 5, RECEIVED, RECEIVED], [False, True, True, False, True, True]),
+    ([2**53 + 1, -2**63, 7], [RECEIVED, RECEIVED, 7], [True, True, False]),  # int64, beyond float64's 2**53
+    ([2**64 - 1, 2**63, 7], [RECEIVED, RECEIVED, 7], [True, True, False]),  # uint64
+    ([2**64 - 1, -2**63, 7], [RECEIVED, RECEIVED, 7], [True, True, False]),  # neither: value by value
 ])
 def test_header_event_times(values, ms, malformed):
     times = event_times_ms([_delivery(headers={"ts": v}) for v in values], _options(eventTime="header:ts"),

@@ -39,11 +39,14 @@ _URL_LIKE_NAME = re.compile(r"url|uri|dsn|conninfo|location|servers?", re.IGNORE
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+")
 
-_URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^\s]*@", re.I)
+# The password runs to the last ``@`` of the authority: raw spaces, quotes and ``@`` included
+# (libpq and psycopg refuse such a URL, quoting the password in their error).
+_URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<user>[^:/@\s]*):[^/?#\n]*@", re.I)
 _URL_PARAM = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&#\s]+)=(?P<value>[^&#]*)")
-# libpq key=value: a value is a single-quoted string (\' and \\ escapes) or a run of non-spaces.
+# libpq key=value: a value is a single-quoted string (\' and \\ escapes) or a run of non-spaces
+# (a quote inside it is part of the value, as libpq reads it).
 _KV = re.compile(r"(?P<lead>^|(?<=[\s,(]))(?P<name>[A-Za-z_][\w.-]*)(?P<eq>\s*=\s*)"
-                 r"(?P<value>'(?:[^'\\]|\\.)*(?:'|$)|(?:[^\s\\']|\\.)+)", re.S)
+                 r"(?P<value>'(?:[^'\\]|\\.)*(?:'|$)|(?:[^\s\\']|\\.)(?:[^\s\\]|\\.)*)", re.S)
 
 
 def is_secret_option(name: str) -> bool:
@@ -66,12 +69,33 @@ def is_secret_option(name: str) -> bool:
 
 
 def redact_dsn(text: str) -> str:
-    """``text`` with URL passwords, secret URL parameters and secret libpq ``key=value`` masked."""
+    """``text`` with URL passwords, secret URL parameters and secret libpq ``key=value`` masked.
+    A whole libpq ``key=value`` string is parsed as libpq does (:func:`redact_conninfo`)."""
+    parsed = redact_conninfo(text)
+    if parsed is not None:
+        return parsed
     text = _URL_USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
     text = _URL_PARAM.sub(
         lambda m: f"{m['lead']}{m['name']}={REDACTED}" if is_secret_option(m["name"]) else m[0], text)
     return _KV.sub(
         lambda m: f"{m['lead']}{m['name']}{m['eq']}{REDACTED}" if is_secret_option(m["name"]) else m[0], text)
+
+
+def redact_conninfo(text: str) -> str | None:
+    """A libpq ``key=value`` string with every secret-named value masked, or None when
+    ``text`` is a URL or not such a string. psycopg parses it as libpq does (quotes,
+    escapes); the values it finds for secret names are masked wherever they appear."""
+    if "://" in text or "=" not in text:
+        return None
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+        params = conninfo_to_dict(text)
+    except Exception:  # not a conninfo (or psycopg missing): the patterns of redact_dsn apply
+        return None
+    secrets = [str(v) for k, v in params.items() if v and is_secret_option(k)]
+    masked = _KV.sub(
+        lambda m: f"{m['lead']}{m['name']}{m['eq']}{REDACTED}" if is_secret_option(m["name"]) else m[0], text)
+    return scrub(masked, sorted(secrets, key=len, reverse=True))
 
 
 def mask_userinfo(text: str) -> str:

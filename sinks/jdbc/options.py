@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
-from jetspark.redaction import redact_dsn, scrub, secret_values
+from jetspark.redaction import mask_userinfo, redact_dsn, scrub, secret_values
 from jetspark.sinks.guarantees import (
     NONE,
     TASK,
@@ -81,6 +81,11 @@ def _unquote(ident: str) -> str:
     return ident[1:-1].replace('""', '"') if ident.startswith('"') else ident
 
 
+def shown_conninfo(conninfo: str) -> str:
+    """What a message may show of a URL or libpq ``key=value`` connection string."""
+    return mask_userinfo(conninfo) if "://" in conninfo else redact_dsn(conninfo)
+
+
 @dataclass(frozen=True)
 class JdbcSinkOptions:
     """The validated configuration of one ``jetjdbc`` write. Its repr hides credentials."""
@@ -101,8 +106,9 @@ class JdbcSinkOptions:
 
     @property
     def where(self) -> str:
-        """The server, for messages: the URL with any password replaced by ``***``."""
-        return redact_dsn(self.conninfo)
+        """The server, for messages: a URL's user and password as ``***`` (even unencoded, with
+        spaces, quotes, ``@`` or ``/``), a libpq string's secret values likewise."""
+        return shown_conninfo(self.conninfo)
 
     def secrets(self) -> tuple[str, ...]:
         """Literal secrets to scrub from any text we show (password option and in the URL)."""
@@ -130,7 +136,7 @@ class JdbcSinkOptions:
         if url.startswith("jdbc:"):
             url = url[len("jdbc:"):]
         if "://" in url and not url.startswith(("postgresql://", "postgres://")):
-            raise OptionError("url", redact_dsn(url),
+            raise OptionError("url", shown_conninfo(url),
                               "a PostgreSQL URL (jdbc:postgresql://…, postgresql://…) or libpq key=value")
         table_text = opts.string("table") or opts.string("dbtable")
         if table_text is None:

@@ -173,3 +173,40 @@ def test_wal_location_uris_with_keys_are_not_shown(tmp_path):
     lease = Lease(str(tmp_path), 60_000)
     assert lease.shown_location == str(tmp_path)
     assert CANARY not in str(shown_value("walLocation", f"s3://AK:{CANARY}@b/w?session_token={CANARY}"))
+
+
+# Passwords with a raw space or quote: libpq and psycopg refuse such a URL, quoting the password.
+_ODD_PASSWORDS = [f"pa ss{CANARY}", f"it's{CANARY}", f'say "{CANARY}" now', f"a'b {CANARY}\"c"]
+
+
+@pytest.mark.parametrize("password", _ODD_PASSWORDS)
+def test_a_url_password_with_a_raw_space_or_quote_is_masked(password):
+    url = f"postgresql://app:{password}@db:5432/x"
+    for shown in (redact_dsn(url), redact_dsn(f"connect to {url} failed"), shown_value("url", url)):
+        assert CANARY not in shown and "db:5432/x" in shown
+    assert password in secret_values({"url": url})
+
+
+@pytest.mark.parametrize("password", _ODD_PASSWORDS)
+def test_a_libpq_password_with_a_raw_space_or_quote_is_masked(password):
+    from psycopg.conninfo import make_conninfo
+
+    dsn = make_conninfo("", host="db", user="app", password=password, dbname="x")
+    shown = redact_dsn(dsn)
+    assert CANARY not in shown and "host=db" in shown and "dbname=x" in shown
+    # an unquoted value may hold a quote after its first character (libpq reads it so)
+    assert redact_dsn(f"host=db password=x'{CANARY}\" user=app") == "host=db password=*** user=app"
+
+
+@pytest.mark.parametrize("password", _ODD_PASSWORDS)
+def test_jetjdbc_never_shows_an_unencoded_url_password(password):
+    import psycopg
+
+    options = JdbcSinkOptions.parse({"url": f"jdbc:postgresql://app:{password}@db:5432/x", "table": "t"})
+    assert CANARY not in options.where and "db:5432/x" in options.where
+    with pytest.raises(psycopg.Error) as e:  # psycopg quotes the password it cannot parse
+        psycopg.connect(options.conninfo, connect_timeout=1)
+    assert CANARY not in options.scrub(str(e.value))
+    with pytest.raises(OptionError) as bad:
+        JdbcSinkOptions.parse({"url": f"mysql://app:{password}@db/x", "table": "t"})
+    assert CANARY not in str(bad.value)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from jetspark.errors import UNKNOWN_NOT_SHOWN, OptionError
-from jetspark.secret_references import resolve_secret_references
+from jetspark.secret_references import SecretReference, split_secret_references
 
 _DURATION_UNITS_MS = {
     "ms": 1,
@@ -46,19 +46,27 @@ DURATION_ACCEPTED = "a duration such as '10 seconds', '500ms', '2 minutes' or '1
 class Options:
     """Case-insensitive view of raw string options that remembers which ones were read.
 
-    A credential given as ``X.file`` or ``X.env`` is read here, once, and seen as ``X``
-    (:mod:`jetspark.secret_references`)."""
+    A credential given as ``X.file`` or ``X.env`` is seen as ``X``, read once when ``X`` is
+    first used (:mod:`jetspark.secret_references`): a format refuses unknown options before
+    it uses any, so no file is read for options that are refused."""
 
     def __init__(self, raw: Mapping[str, str] | None) -> None:
-        resolved = resolve_secret_references(raw or {})
-        self._raw = {str(k).lower(): (k, v) for k, v in resolved.items()}
+        plain, refs = split_secret_references(raw or {})
+        self._raw: dict[str, tuple[str, object]] = {str(k).lower(): (k, v) for k, v in plain.items()}
+        self._raw.update({base.lower(): (base, ref) for base, ref in refs.items()})
         self._used: set[str] = set()
+
+    def _value(self, low: str) -> str:
+        orig, value = self._raw[low]
+        if isinstance(value, SecretReference):
+            value = value.read()
+            self._raw[low] = (orig, value)
+        return str(value)
 
     def get(self, name: str) -> str | None:
         """The raw value of ``name`` (any case), or None when absent."""
         self._used.add(name.lower())
-        item = self._raw.get(name.lower())
-        return None if item is None else str(item[1])
+        return self._value(name.lower()) if name.lower() in self._raw else None
 
     def with_prefix(self, prefix: str) -> dict[str, str]:
         """All options starting with ``prefix`` (case-insensitive), prefix stripped.
@@ -67,10 +75,10 @@ class Options:
         """
         p = prefix.lower()
         out = {}
-        for low, (orig, value) in self._raw.items():
+        for low, (orig, _value) in list(self._raw.items()):
             if low.startswith(p):
                 self._used.add(low)
-                out[orig[len(prefix) :]] = str(value)
+                out[orig[len(prefix) :]] = self._value(low)
         return out
 
     def reject_unknown(self, known: Iterable[str], prefixes: Iterable[str] = ()) -> None:

@@ -8,34 +8,84 @@ see :func:`jetspark.redaction.is_secret_option`: ``password``, ``kafka.sasl.pass
   so the secret stays out of the code, the shell history and ``ps``;
 * ``X.env``: the name of an environment variable holding the value.
 
+Whoever writes the options chooses the host the credential is sent to, so what a reference
+may read is set by whoever runs the Spark processes, in their environment:
+
+* ``JETSPARK_SECRET_DIRS`` (directories, ``:``-separated): an ``X.file`` must be a regular
+  file of at most 64 KiB whose real path (symlinks resolved) lies under one of them. Unset:
+  ``/run/secrets`` and ``/run/credentials`` (Docker and systemd secrets) without the
+  Kubernetes service-account folder ``/run/secrets/kubernetes.io``; empty: no file at all.
+* ``JETSPARK_SECRET_ENV`` (names, ``,``-separated, ``*`` as a wildcard): the variables an
+  ``X.env`` may name. Unset: ``JETSPARK_SECRET_*``; empty: none.
+
 They are read where the options are parsed — the driver, and the executors for the parts
-that run there — so, like the ``ssl.*.location`` files, the file or variable must exist on
-every machine of the query. Giving ``X`` and one of its references is an error; so is a
-reference to an option that is not a credential (its value would not be hidden).
+that run there — so, like the ``ssl.*.location`` files, the file or variable (and the two
+settings) must exist on every machine of the query. A reference is read only when its
+option is used, after the unknown options were refused. Giving ``X`` and one of its
+references is an error; so is a reference to an option that is not a credential (its value
+would not be hidden).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import stat
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
 
 from jetspark.errors import OptionError
 from jetspark.redaction import is_secret_option
 
 FILE_SUFFIX = ".file"
 ENV_SUFFIX = ".env"
+MAX_FILE_BYTES = 64 << 10
+DIRS_VARIABLE = "JETSPARK_SECRET_DIRS"
+ENV_VARIABLE = "JETSPARK_SECRET_ENV"
+DEFAULT_DIRS = ("/run/secrets", "/run/credentials")
+# Under /run/secrets by default on Kubernetes (often through /var/run): the pod's own API token.
+DEFAULT_EXCLUDED_DIRS = ("/run/secrets/kubernetes.io", "/var/run/secrets/kubernetes.io")
+DEFAULT_ENV_NAMES = ("JETSPARK_SECRET_*",)
 
 
-def resolve_secret_references(raw: Mapping[str, str]) -> dict[str, str]:
-    """``raw`` with every ``X.file`` / ``X.env`` option replaced by ``X`` and its value."""
-    out = dict(raw)
+@dataclass(frozen=True)
+class SecretReference:
+    """``X.file`` or ``X.env`` as given: read by :meth:`read` only when ``X`` is used."""
+
+    option: str
+    """The reference's own name (``password.file``), as given."""
+    target: str
+    """The path or variable name (never shown: its name says what it holds)."""
+    base: str
+    """The credential option it stands for (``password``)."""
+
+    def __repr__(self) -> str:
+        return f"SecretReference({self.option!r})"
+
+    @property
+    def is_file(self) -> bool:
+        return self.option.lower().endswith(FILE_SUFFIX)
+
+    def read(self, environ: Mapping[str, str] | None = None) -> str:
+        """The credential, checked against the settings of ``environ`` (``os.environ``)."""
+        env = os.environ if environ is None else environ
+        if self.is_file:
+            return _read_file(self, env)
+        return _read_env(self, env)
+
+
+def split_secret_references(raw: Mapping[str, str]) -> tuple[dict[str, str], dict[str, SecretReference]]:
+    """``raw`` without its references, and the references by the option they stand for;
+    misuse is refused here and nothing is read."""
+    plain: dict[str, str] = {}
+    refs: dict[str, SecretReference] = {}
     given = {str(k).lower() for k in raw}
     for key, value in raw.items():
         name = str(key)
         low = name.lower()
         suffix = next((s for s in (FILE_SUFFIX, ENV_SUFFIX) if low.endswith(s)), None)
         if suffix is None or len(name) == len(suffix):
+            plain[key] = value
             continue
         base = name[: -len(suffix)]
         if not is_secret_option(base):
@@ -46,25 +96,81 @@ def resolve_secret_references(raw: Mapping[str, str]) -> dict[str, str]:
         others = [s for s in (FILE_SUFFIX, ENV_SUFFIX) if s != suffix and (base + s).lower() in given]
         if others:
             raise OptionError(name, value, f"either {name} or {base}{others[0]}, not both")
-        del out[key]
-        out[base] = _read(name, str(value), suffix, base)
-    return out
+        refs[base] = SecretReference(name, str(value), base)
+    return plain, refs
+
+
+def resolve_secret_references(raw: Mapping[str, str], environ: Mapping[str, str] | None = None
+                              ) -> dict[str, str]:
+    """``raw`` with every ``X.file`` / ``X.env`` option replaced by ``X`` and its value."""
+    plain, refs = split_secret_references(raw)
+    return {**plain, **{base: ref.read(environ) for base, ref in refs.items()}}
 
 
 def _word(suffix: str) -> str:
     return "file" if suffix == FILE_SUFFIX else "environment variable"
 
 
-def _read(name: str, value: str, suffix: str, base: str) -> str:
-    if suffix == ENV_SUFFIX:
-        found = os.environ.get(value.strip())
-        if found is None:
-            raise OptionError(name, value, f"the name of a set environment variable holding {base} "
-                              "(read where the options are parsed: the driver and the executors)")
-        return found
+def _patterns(env: Mapping[str, str], variable: str, default: tuple[str, ...], sep: str) -> tuple[str, ...]:
+    value = env.get(variable)
+    if value is None:
+        return default
+    return tuple(p.strip() for p in value.split(sep) if p.strip())
+
+
+def _read_env(ref: SecretReference, env: Mapping[str, str]) -> str:
+    allowed = _patterns(env, ENV_VARIABLE, DEFAULT_ENV_NAMES, ",")
+    name = ref.target.strip()
+    if not any(fnmatch.fnmatchcase(name, p) for p in allowed):
+        raise OptionError(ref.option, ref.target, f"the name of an environment variable allowed by "
+                          f"{ENV_VARIABLE} ({', '.join(allowed) or 'none'}) holding {ref.base}")
+    found = env.get(name)
+    if found is None:
+        raise OptionError(ref.option, ref.target, f"the name of a set environment variable holding "
+                          f"{ref.base} (read where the options are parsed: the driver and the executors)")
+    return found
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _allowed_dirs(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    dirs = _patterns(env, DIRS_VARIABLE, DEFAULT_DIRS, os.pathsep)
+    excluded = DEFAULT_EXCLUDED_DIRS if env.get(DIRS_VARIABLE) is None else ()
+    return (tuple(os.path.realpath(os.path.expanduser(d)) for d in dirs),
+            tuple(os.path.realpath(d) for d in excluded))
+
+
+def _read_file(ref: SecretReference, env: Mapping[str, str]) -> str:
+    def refuse(why: str) -> OptionError:
+        return OptionError(ref.option, ref.target, f"a regular UTF-8 file of at most {MAX_FILE_BYTES >> 10} "
+                           f"KiB holding {ref.base}, under a directory of {DIRS_VARIABLE} ({why})")
+
+    dirs, excluded = _allowed_dirs(env)
+    real = os.path.realpath(os.path.expanduser(ref.target))
+    if not any(_inside(real, d) for d in dirs) or any(_inside(real, d) for d in excluded):
+        raise refuse(f"it lies outside {os.pathsep.join(dirs) or 'every directory: none is set'}")
+    try:  # the resolved path, no symlink left; O_NONBLOCK: a FIFO does not block the open
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as e:
+        raise refuse(e.strerror or type(e).__name__) from None
     try:
-        text = Path(value).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
-        raise OptionError(name, value, f"a readable UTF-8 file holding {base} ({reason})") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise refuse(kind)
+        if st.st_size > MAX_FILE_BYTES:
+            raise refuse(f"{st.st_size} bytes")
+        data = os.read(fd, MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise refuse(e.strerror or type(e).__name__) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:  # grew since fstat
+        raise refuse(f"over {MAX_FILE_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise refuse("not UTF-8") from None
     return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text

@@ -7,6 +7,8 @@ nothing is skipped.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -19,6 +21,10 @@ from jetspark.devtools.services import Endpoints, Services, acquire
 # deadline would turn that into a failure that says nothing about the code.
 settings.register_profile("jetspark", parent=settings(), deadline=None)  # on Hypothesis' own CI profile
 settings.load_profile("jetspark")
+
+# The tests' X.file credentials live in temporary folders (jetspark/secret_references.py); the
+# Spark processes and driver scripts started from here inherit the setting.
+os.environ.setdefault("JETSPARK_SECRET_DIRS", tempfile.gettempdir())
 
 
 @pytest.fixture(scope="session")

@@ -108,8 +108,8 @@ class KafkaSourceOptions:
     @classmethod
     def parse(cls, raw: Mapping[str, str] | None, *, streaming: bool) -> KafkaSourceOptions:
         opts = Options(raw)
+        opts.reject_unknown(KNOWN, prefixes=("kafka.",))  # first: no credential file read for a refused one
         kafka = translate_jaas(opts.with_prefix("kafka."))
-        opts.reject_unknown(KNOWN, prefixes=("kafka.",))
         if not kafka.get("bootstrap.servers"):
             raise OptionError("kafka.bootstrap.servers", kafka.get("bootstrap.servers"),
                               "a non-empty host:port list (this option is required)")

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from jetspark.columns import HEARTBEAT, LATE, WATERMARK
 from jetspark.connect import is_connect, resolved_on_server
+from jetspark.datasources.watermark_options import HEARTBEATS
 from jetspark.worker_python import warn_if_workers_lack_jetspark
 
 
@@ -24,8 +25,9 @@ def read_stream(spark, source: type, options: Mapping[str, object], metrics_name
     """``spark.readStream.format(source.name())`` with the options, observed, watermark applied.
 
     Returns the stream after ``withWatermark("watermark", "0 seconds")``, so Spark's event-time
-    watermark is the source's coalesced watermark W. Heartbeat rows (``heartbeat`` true: W
-    moved without data, or stubs of dropped late records) stay in the stream, because Spark
+    watermark is the source's coalesced watermark W. It turns ``watermark.heartbeats`` on
+    (unless the options say otherwise): heartbeat rows (``heartbeat`` true: W moved without
+    data, or stubs of late records with ``watermark.lateRecords=drop``) stay in the stream, because Spark
     must see their watermark; drop them downstream with ``where(~col("heartbeat"))``
     (jetspark's windowing does it for you). Warns once when Spark's Python workers would run
     an interpreter without jetspark (:mod:`jetspark.worker_python`); over Spark Connect,
@@ -42,6 +44,8 @@ def read_stream(spark, source: type, options: Mapping[str, object], metrics_name
     from pyspark.sql import functions as F
 
     reader = spark.readStream.format(source.name())
+    if not any(str(key).lower() == HEARTBEATS.lower() for key in options):
+        options = {**options, HEARTBEATS: "true"}  # event-time semantics: this call asks for them
     for key, value in options.items():
         reader = reader.option(key, str(value))
     if is_connect(spark):  # the server's workers run the source: its jetspark, its registration

@@ -5,8 +5,14 @@
   is idle and does not hold W back (0: never idle);
 - ``watermark.advanceWhenIdle`` (``false``): with every partition idle, W advances with the
   driver's clock;
-- ``watermark.lateRecords`` (``drop``): ``drop``, a late record becomes a counted stub row;
-  ``keep``, a normal row with ``late`` true;
+- ``watermark.lateRecords`` (``keep``): ``keep``, a late record is a normal row with ``late``
+  true (a window stage then leaves it out of the windows it has already emitted, and only those);
+  ``drop``, a late record becomes a counted stub row without payload;
+- ``watermark.heartbeats`` (true when the query asks for event-time semantics — another
+  ``watermark.*`` option is set, or the stream comes from ``read_kafka_stream`` /
+  ``read_rabbitmq_stream`` — else false): a batch whose W moved without any record carries it
+  in one payload-less row (``heartbeat`` true). Off, a plain read has exactly the rows of
+  Spark's own Kafka source;
 - ``watermark.maxFutureSkew`` (none: off): a record whose event time is later than the driver's
   clock plus this follows ``eventTime.onMalformed`` instead of moving W (:mod:`.malformed`).
 """
@@ -20,16 +26,17 @@ from jetspark.datasources.watermarks import WatermarkPolicy
 from jetspark.errors import OptionError
 from jetspark.options import Options
 
-LateRecords = Literal["drop", "keep"]
-"""``drop``: a late record's payload is blanked and the row is a stub (``heartbeat`` and
-``late`` true), counted, then dropped with the heartbeats; ``keep``: a normal row, ``late`` true."""
+LateRecords = Literal["keep", "drop"]
+"""``keep`` (default): a normal row, ``late`` true; ``drop``: a late record's payload is blanked
+and the row is a stub (``heartbeat`` and ``late`` true), counted, then dropped with the heartbeats."""
 
 LAG = "watermark.lag"
 IDLE_TIMEOUT = "watermark.idleTimeout"
 ADVANCE_WHEN_IDLE = "watermark.advanceWhenIdle"
 LATE_RECORDS = "watermark.lateRecords"
 MAX_FUTURE_SKEW = "watermark.maxFutureSkew"
-OPTIONS = (LAG, IDLE_TIMEOUT, ADVANCE_WHEN_IDLE, LATE_RECORDS, MAX_FUTURE_SKEW)
+HEARTBEATS = "watermark.heartbeats"
+OPTIONS = (LAG, IDLE_TIMEOUT, ADVANCE_WHEN_IDLE, LATE_RECORDS, MAX_FUTURE_SKEW, HEARTBEATS)
 DEFAULT_IDLE_TIMEOUT_MS = WatermarkPolicy.idle_timeout_ms
 
 _RENAMED = {"lateRecords": LATE_RECORDS}  # jetrabbitmq's former name
@@ -40,9 +47,11 @@ class WatermarkOptions:
     """The parsed ``watermark.*`` options of a source."""
 
     policy: WatermarkPolicy
-    late_records: LateRecords = "drop"
+    late_records: LateRecords = "keep"
     max_future_skew_ms: int | None = None
     """How far past the driver's clock an event time may be (None: no cut-off)."""
+    heartbeats: bool = False
+    """Payload-less rows carry a W that moved without records (``watermark.heartbeats``)."""
 
     @property
     def keep_late(self) -> bool:
@@ -60,7 +69,9 @@ class WatermarkOptions:
         if advance and can_advance_when_idle is not None:
             raise OptionError(ADVANCE_WHEN_IDLE, opts.get(ADVANCE_WHEN_IDLE),
                               f"false ({can_advance_when_idle})")
-        late: LateRecords = opts.choice(LATE_RECORDS, "drop", get_args(LateRecords))  # type: ignore[assignment]
+        late: LateRecords = opts.choice(LATE_RECORDS, "keep", get_args(LateRecords))  # type: ignore[assignment]
+        # any watermark.* option (a source's own too, e.g. jetkafka's watermark.maxTimestampFrom)
+        asked = any(name.lower() != "heartbeats" for name in opts.with_prefix("watermark."))
         return cls(
             WatermarkPolicy(
                 lag_ms=opts.duration_ms(LAG, 0) or 0,
@@ -69,4 +80,5 @@ class WatermarkOptions:
             ),
             late,
             opts.duration_ms(MAX_FUTURE_SKEW, None),
+            opts.boolean(HEARTBEATS, asked),
         )

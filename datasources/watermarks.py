@@ -18,9 +18,12 @@ The whole state is a small immutable value (:class:`TrackerState`) that serializ
 JSON, so a source keeps it in its offsets: a replayed batch sees the same watermark, and a
 restarted query continues monotone.
 
-A record ``r`` of ``p`` is *late* when ``ts(r) < max(running wm[p], W_prev)``, the running
-wm being the greatest event time of ``p`` before ``r`` minus the lag, and ``W_prev`` the
-coalesced watermark the batch started with (Spark's current watermark): :func:`late_mask`.
+A record is *late* when ``ts(r) < W_prev``, ``W_prev`` being the coalesced watermark the
+batch started with (Spark's current watermark): :func:`late_mask`. As in Jet, lateness is
+judged against the coalesced watermark, not the record's own partition: a record behind its
+partition's running maximum but not behind W is on time (the windows it belongs to are still
+open). A source flags late records and delivers them; a window stage leaves a late record out
+of the windows it has already emitted, and only those.
 """
 
 from __future__ import annotations
@@ -177,33 +180,29 @@ class WatermarkTracker:
 
 
 def late_mask(
-    ts_ms: np.ndarray, start_max_ts: int | None, lag_ms: int, w_prev: int | None,
+    ts_ms: np.ndarray, start_max_ts: int | None, w_prev: int | None,
     ignored: np.ndarray | None = None,
 ) -> tuple[np.ndarray, int | None]:
-    """Which records of one partition (in offset order) are late, and the running max after them.
+    """Which records of one partition are late, and the partition's running max after them.
 
-    ``start_max_ts``: the partition's max event time before these records (None: none yet).
-    A record is late when ``ts < max(running max before it - lag, w_prev)``. ``ignored``:
-    records whose event time counts for nothing (beyond the batch's cut-off,
-    ``watermark.maxFutureSkew``): they neither move the running max nor are late. Vectorized;
-    call it chunk by chunk, feeding the returned running max into the next call.
+    A record is late when ``ts < w_prev`` (the coalesced watermark the batch started with;
+    None: nothing is late yet). ``start_max_ts``: the partition's max event time before these
+    records (None: none yet). ``ignored``: records whose event time counts for nothing (beyond
+    the batch's cut-off, ``watermark.maxFutureSkew``): they neither move the running max nor
+    are late. Vectorized; call it chunk by chunk, feeding the returned running max into the
+    next call.
     """
     ts = np.asarray(ts_ms, dtype=np.int64)
     if ts.size == 0:
         return np.zeros(0, dtype=bool), start_max_ts
-    floor = np.iinfo(np.int64).min // 2
-    prev = floor if start_max_ts is None else int(start_max_ts)
-    counted = ts if ignored is None or not ignored.any() else np.where(ignored, floor, ts)
-    before = np.empty_like(ts)
-    before[0] = prev
-    if ts.size > 1:
-        np.maximum.accumulate(counted[:-1], out=before[1:])
-        np.maximum(before[1:], prev, out=before[1:])
-    threshold = before - lag_ms
-    if w_prev is not None:
-        np.maximum(threshold, w_prev, out=threshold)
-    late = ts < threshold
-    if counted is not ts:
+    skip = ignored is not None and bool(ignored.any())
+    late = np.zeros(ts.size, dtype=bool) if w_prev is None else ts < w_prev
+    if skip:
         late &= ~ignored
-    running = max(prev, int(counted.max()))
-    return late, (start_max_ts if running == floor else running)
+        counted = ts[~ignored]
+    else:
+        counted = ts
+    if counted.size == 0:
+        return late, start_max_ts
+    top = int(counted.max())
+    return late, top if start_max_ts is None else max(int(start_max_ts), top)

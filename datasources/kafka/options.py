@@ -87,6 +87,8 @@ class KafkaSourceOptions:
     watermark: WatermarkPolicy
     keep_late: bool
     max_ts_from: str  # "auto" | "scan"
+    heartbeats: bool = False
+    """``watermark.heartbeats``: a batch whose W moved without records carries it in one row."""
     event_time: EventTimeSpec | None = None
     """Event time from a JSON field of the value; None: the Kafka record timestamp."""
     max_future_skew_ms: int | None = None
@@ -158,6 +160,7 @@ class KafkaSourceOptions:
             chunk_rows=opts.integer("maxRecordsPerChunk", 20_000, minimum=1) or 20_000,
             watermark=marks.policy,
             keep_late=marks.keep_late,
+            heartbeats=marks.heartbeats,
             max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
             event_time=EventTimeSpec.parse(opts, future_cutoff=marks.max_future_skew_ms is not None),
             max_future_skew_ms=marks.max_future_skew_ms,

@@ -52,7 +52,6 @@ class ReadSettings:
     """librdkafka's settings, credentials among them: the repr masks them."""
     include_headers: bool
     keep_late: bool
-    lag_ms: int
     fail_on_data_loss: bool
     poll_timeout_ms: int
     chunk_rows: int
@@ -249,7 +248,7 @@ def _event_times(settings: ReadSettings, rng: RangeSpec, values: pa.Array, ts: n
 def _late(ts: np.ndarray, settings: ReadSettings, rng: RangeSpec, running: int | None,
           ignored: np.ndarray | None) -> tuple[np.ndarray, int | None]:
     if rng.detect_late:
-        return late_mask(ts, running, settings.lag_ms, rng.w_prev, ignored)
+        return late_mask(ts, running, rng.w_prev, ignored)
     return np.zeros(len(ts), dtype=bool), running
 
 

@@ -1,19 +1,26 @@
 """``format("jetkafka")``: a replayable Kafka source with per-partition watermarks (docs/design.md,
 "Watermarks" and "jetkafka offsets").
 
-Rows: Spark's Kafka source columns (``key, value, topic, partition, offset, timestamp,
-timestampType`` and, with ``includeHeaders``, ``headers``) plus
+Rows: exactly the rows of Spark's Kafka source, on its columns (``key, value, topic,
+partition, offset, timestamp, timestampType`` and, with ``includeHeaders``, ``headers``), plus
 
 - ``watermark`` (timestamp): the batch's coalesced watermark W; apply it with
   ``withWatermark("watermark", "0 seconds")`` (or use :func:`read_kafka_stream`);
-- ``heartbeat`` (boolean): true on control rows without payload — the one row of a
-  batch that only moves W (e.g. a partition went idle), and the stubs of dropped late
-  records. Drop them after the watermark node: ``where(~col("heartbeat"))``;
-- ``late`` (boolean): the record is late (``ts < max(running wm[p], W_prev)``). With
-  ``watermark.lateRecords=drop`` (default) a late record's payload is dropped and its
-  row becomes a stub (``heartbeat`` true; topic, partition, offset, timestamp kept) so it
-  can be counted, e.g. ``df.observe("late", count_if(col("late")))``; with ``keep`` it
-  stays a normal row, flagged.
+- ``heartbeat`` (boolean): false on every record. With ``watermark.heartbeats`` (on when the
+  query asks for event-time semantics: any ``watermark.*`` option, or
+  :func:`read_kafka_stream`) a batch that only moves W (e.g. a partition went idle) has one
+  payload-less row with ``heartbeat`` true, and with ``watermark.lateRecords=drop`` late records
+  become such stubs (topic, partition, offset, timestamp kept, so they can be counted). Drop
+  them after the watermark node: ``where(~col("heartbeat"))`` (jetspark's windowing does);
+- ``late`` (boolean): the record's event time is behind the coalesced watermark W the batch
+  started with (Spark's current watermark). By default (``watermark.lateRecords=keep``) it is
+  delivered, flagged; a window stage leaves it out of the windows it has already emitted.
+
+Progress: each batch's ``latestOffset`` in ``query.lastProgress["sources"][i]`` holds the
+log-end offsets and, as Spark's Kafka source reports in its ``metrics``,
+``minOffsetsBehindLatest``, ``maxOffsetsBehindLatest`` and ``avgOffsetsBehindLatest`` (PySpark's
+Python data source API has no hook for a source's ``metrics``; :mod:`jetspark.listener` reads
+them from there).
 
 Per-partition watermarks and idle flags are part of the source offset, so each batch's
 ``query.lastProgress["sources"][i]["endOffset"]`` shows them (JSON string)::
@@ -50,7 +57,8 @@ take the default), ``startingOffsetsByTimestamp`` / ``startingTimestamp`` (+
 ``fetchOffset.numRetries`` / ``fetchOffset.retryIntervalMs``. Ours:
 ``commitOffsetsToGroup`` (default false),
 ``watermark.lag`` (default 0), ``watermark.idleTimeout`` (default 60 s; 0 = never idle),
-``watermark.lateRecords`` (drop | keep), ``watermark.advanceWhenIdle`` (default false: W
+``watermark.lateRecords`` (keep | drop), ``watermark.heartbeats`` (see ``heartbeat`` above),
+``watermark.advanceWhenIdle`` (default false: W
 holds when every partition is idle; true: it follows the wall clock, in steps of the idle
 timeout, never under AvailableNow), ``watermark.maxTimestampFrom`` (auto | scan),
 ``watermark.maxFutureSkew`` (default off: an event time later than the driver's clock at
@@ -66,7 +74,8 @@ timestamps.
 Offsets live in Spark's checkpoint (see :mod:`jetspark.datasources.kafka.offsets` for the
 JSON); ``commitOffsetsToGroup`` also commits each batch's end offsets to the consumer group
 ``kafka.group.id`` for Kafka's lag tools, never read back (:mod:`.group_commit`).
-``reportLatestOffset`` gives Spark's progress the log-end offsets (``latestOffset``). Reads stop by offset, so
+``reportLatestOffset`` gives Spark's progress the log-end offsets (``latestOffset``) and the lag
+figures. Reads stop by offset, so
 transactional topics (offset gaps, aborted records skipped under the default
 ``read_committed``) and compacted topics work.
 """
@@ -130,7 +139,7 @@ class Heartbeat(InputPartition):
 def _settings(options: KafkaSourceOptions) -> ReadSettings:
     return ReadSettings(
         kafka=dict(options.kafka), include_headers=options.include_headers, keep_late=options.keep_late,
-        lag_ms=options.watermark.lag_ms, fail_on_data_loss=options.fail_on_data_loss,
+        fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_ms=options.poll_timeout_ms, chunk_rows=options.chunk_rows,
         event_time=options.event_time, on_malformed=options.on_malformed,
     )
@@ -219,6 +228,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[TopicPartition, int] | None = None
         self._last_trigger_ms: int | None = None
         self._latest: dict[TopicPartition, int] | None = None
+        self._behind: dict[str, float | int] = {}
         self._group: GroupCommitter | None = (
             GroupCommitter(options.kafka) if options.commit_offsets_to_group else None)
 
@@ -255,8 +265,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self) -> dict | None:
         """The log-end offsets seen by the last ``latestOffset`` (``{"offsets": {topic:
         {partition: offset}}}``, the shape of the end offset's ``offsets``), whatever the read
-        limit admitted: Spark's progress shows it as the source's ``latestOffset``."""
-        return None if self._latest is None else {"offsets": nest(self._latest)}
+        limit admitted, and how far the batch's end is behind them (Spark's Kafka source's
+        ``minOffsetsBehindLatest``, ``maxOffsetsBehindLatest``, ``avgOffsetsBehindLatest``):
+        Spark's progress shows it as the source's ``latestOffset``."""
+        if self._latest is None:
+            return None
+        return {"offsets": nest(self._latest), **self._behind}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         faults.point("jetkafka.latest_offset")
@@ -287,14 +301,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if admitted is None:
             return start
         end = {tp: starts[tp] + admitted.get(tp, 0) for tp in tps}
+        self._behind = offsets_behind_latest(end, self._latest)
         cutoff = future_cutoff(self.clock(), self.options.max_future_skew_ms)
         batch_max = self._batch_max_ts(starts, end, latest, cutoff, may_extend=(
             self._target is None and not isinstance(limit, ReadMaxRows)))
         progress = {tp_key(tp): Progress(end[tp] > starts[tp], batch_max.get(tp)) for tp in tps}
         state = self.tracker.advance(prev.tracker, progress)
         moved = any(end[tp] > starts[tp] for tp in tps)
-        if not moved and state.watermark == prev.tracker.watermark:
-            return start
+        if not moved and (state.watermark == prev.tracker.watermark or not self.options.heartbeats):
+            return start  # without heartbeats no row could carry a W that moved alone
         if not moved and self._processing_time_step(prev, state):
             return start
         self._last_trigger_ms = self.clock()
@@ -399,7 +414,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                     prev.tracker.watermark, cur.tracker.watermark,
                                     future_cutoff=cur.future_cutoff))
         ranges = split_ranges(ranges, self.options.min_partitions, self.options.max_records_per_partition)
-        moved_w = cur.tracker.watermark != prev.tracker.watermark
+        # only with heartbeats does a batch carry a W that moved without records
+        moved_w = self.options.heartbeats and cur.tracker.watermark != prev.tracker.watermark
         if not ranges:
             return [Heartbeat(cur.tracker.watermark)] if moved_w else []
         # packed by the budget in the offset, not today's options: a replay plans the same tasks
@@ -421,6 +437,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._broker = None
         if self._group is not None:
             self._group.close()
+
+
+def offsets_behind_latest(end: Mapping[TopicPartition, int],
+                          latest: Mapping[TopicPartition, int]) -> dict[str, float | int]:
+    """Spark's Kafka source metrics (SPARK-34854): how many offsets each partition's batch end
+    is behind its log end, as the minimum, maximum and average over the partitions."""
+    behind = [max(0, latest[tp] - offset) for tp, offset in end.items() if tp in latest]
+    if not behind:
+        return {}
+    return {"minOffsetsBehindLatest": min(behind), "maxOffsetsBehindLatest": max(behind),
+            "avgOffsetsBehindLatest": sum(behind) / len(behind)}
 
 
 def _max_ts(offset: KafkaOffset, tp: TopicPartition) -> int | None:

@@ -63,7 +63,6 @@ class QueueWatermark:
         (``offset``: the batch's start offset), and the batch's late mask."""
         state = state_of(offset, self.queue)
         mark = state.partitions.get(self.key)
-        late, running = late_mask(event_ms, None if mark is None else mark.max_ts, self.lag_ms,
-                                  state.watermark)
+        late, running = late_mask(event_ms, None if mark is None else mark.max_ts, state.watermark)
         new = self.tracker.advance(state, {self.key: Progress(advanced=len(late) > 0, max_ts=running)})
         return new.to_json(self.lag_ms), late

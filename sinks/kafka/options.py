@@ -1,7 +1,9 @@
 """Options of the Kafka sink (``format("jetkafka")`` on ``writeStream``/``write``).
 
 Names mirror Spark's Kafka sink: ``kafka.*`` go to the producer (librdkafka), ``topic`` is
-the default topic for rows without a ``topic`` column value.
+the default topic for rows without a ``topic`` column value. A row without a ``partition``
+goes where Spark's sink would put it (``kafka.partitioner`` defaults to ``murmur2_random``, the
+Java client's murmur2 hash of the key).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ KNOWN = ("topic", "guarantee", "commit", "sinkId", "transactionalIdPrefix", "mar
 DEAD_LETTER_SUFFIX = ".rejected"
 #: The dead-letter topic of a sink without option ``topic`` (its rows name their topics).
 DEFAULT_DEAD_LETTER_TOPIC = "jetspark.rejected"
+#: librdkafka's partitioner that places keys as the Java client's default partitioner does.
+JAVA_PARTITIONER = "murmur2_random"
 # Producer settings the sink owns (Spark's Kafka sink refuses its serializers the same way).
 MANAGED = ("transactional.id", "key.serializer", "value.serializer", "enable.idempotence")
 _ID_PREFIX_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -99,6 +103,9 @@ class KafkaSinkOptions:
             if key in producer:
                 raise OptionError(f"kafka.{key}", producer[key],
                                   "not settable: the sink sets it from option 'commit' (and 'sinkId')")
+        # a keyed record goes where Spark's sink (the Java client) puts it: murmur2 of the key;
+        # a null key is spread at random, sticky per batch of records (Java: uniform sticky)
+        producer = {**producer, "partitioner": producer.get("partitioner", JAVA_PARTITIONER)}
         # Spark's sink accepts it; as there, a ``headers`` column is written whenever it is present
         opts.boolean("includeHeaders", False)
         sink_id = opts.string("sinkId")

@@ -110,7 +110,7 @@ def test_iso8601_forms_of_the_readme_on_the_reader_and_the_drivers_scan(native, 
     produce(kafka_bootstrap, topic, records)
     spec = EventTimeSpec(("meta", "t"), "iso8601", "null")
     settings = ReadSettings({"bootstrap.servers": kafka_bootstrap, "group.id": f"iso-{uuid.uuid4().hex[:8]}"},
-                            include_headers=False, keep_late=True, lag_ms=0, fail_on_data_loss=True,
+                            include_headers=False, keep_late=True, fail_on_data_loss=True,
                             poll_timeout_ms=30_000, chunk_rows=7, event_time=spec)
     expected = [e for _, e in ISO_FORMS]
     ts_us = pa.timestamp("us", tz="UTC")

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 def settings(bootstrap: str, **extra) -> ReadSettings:
     base = {"kafka": {"bootstrap.servers": bootstrap, "group.id": f"native-{uuid.uuid4().hex[:8]}"},
-            "include_headers": False, "keep_late": True, "lag_ms": 0, "fail_on_data_loss": True,
+            "include_headers": False, "keep_late": True, "fail_on_data_loss": True,
             "poll_timeout_ms": 30_000, "chunk_rows": 7}
     base.update(extra)
     return ReadSettings(**base)
@@ -129,7 +129,7 @@ def mixed_topic(kafka_bootstrap):
 @pytest.mark.parametrize("keep_late", [True, False], ids=["keep-late", "drop-late"])
 def test_same_batches_for_nulls_empty_values_headers_and_late_records(kafka_bootstrap, mixed_topic,
                                                                       include_headers, keep_late):
-    s = settings(kafka_bootstrap, include_headers=include_headers, keep_late=keep_late, lag_ms=2_000)
+    s = settings(kafka_bootstrap, include_headers=include_headers, keep_late=keep_late)
     rng = RangeSpec(mixed_topic, 0, 0, 40, start_max_ts=None, w_prev=BASE_TS + 3_000, watermark=BASE_TS)
     native, confluent = both(s, rng)
     assert_same(native, confluent)

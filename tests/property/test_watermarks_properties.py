@@ -52,13 +52,11 @@ def test_w_never_decreases_and_is_min_over_non_idle(lag, idle, advance, steps):
         previous = state.watermark
 
 
-def reference_late(ts, start_max, lag, w_prev):
+def reference_late(ts, start_max, w_prev):
+    """Jet's rule: late only when behind the coalesced watermark the batch started with."""
     out, running = [], start_max
     for t in ts:
-        threshold = None if running is None else running - lag
-        if w_prev is not None:
-            threshold = w_prev if threshold is None else max(threshold, w_prev)
-        out.append(threshold is not None and t < threshold)
+        out.append(w_prev is not None and t < w_prev)
         running = t if running is None else max(running, t)
     return out, running
 
@@ -66,15 +64,15 @@ def reference_late(ts, start_max, lag, w_prev):
 @settings(max_examples=300, deadline=None)
 @given(
     ts=st.lists(st.integers(0, 1_000), max_size=60), start_max=st.none() | st.integers(0, 1_000),
-    lag=st.integers(0, 200), w_prev=st.none() | st.integers(0, 1_000), cut=st.integers(0, 60),
+    w_prev=st.none() | st.integers(0, 1_000), cut=st.integers(0, 60),
 )
-def test_late_mask_matches_reference_and_chunks_compose(ts, start_max, lag, w_prev, cut):
-    expected, expected_running = reference_late(ts, start_max, lag, w_prev)
+def test_late_mask_matches_reference_and_chunks_compose(ts, start_max, w_prev, cut):
+    expected, expected_running = reference_late(ts, start_max, w_prev)
     arr = np.array(ts, dtype=np.int64)
-    whole, running = late_mask(arr, start_max, lag, w_prev)
+    whole, running = late_mask(arr, start_max, w_prev)
     assert whole.tolist() == expected
     if ts:
         assert running == expected_running
-    first, mid = late_mask(arr[:cut], start_max, lag, w_prev)
-    second, _ = late_mask(arr[cut:], mid, lag, w_prev)
+    first, mid = late_mask(arr[:cut], start_max, w_prev)
+    second, _ = late_mask(arr[cut:], mid, w_prev)
     assert np.concatenate([first, second]).tolist() == expected

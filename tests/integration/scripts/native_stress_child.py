@@ -18,7 +18,7 @@ from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 
 bootstrap, topic, cycles, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 KAFKA = {"bootstrap.servers": bootstrap, "group.id": f"native-stress-{uuid.uuid4().hex[:8]}"}
-SETTINGS = ReadSettings(kafka=KAFKA, include_headers=False, keep_late=True, lag_ms=0, fail_on_data_loss=True,
+SETTINGS = ReadSettings(kafka=KAFKA, include_headers=False, keep_late=True, fail_on_data_loss=True,
                         poll_timeout_ms=60_000, chunk_rows=16)
 
 

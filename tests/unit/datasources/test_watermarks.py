@@ -112,35 +112,34 @@ def test_policy_rejects_negative():
         WatermarkPolicy(-1)
 
 
-def test_late_mask_running_max_and_previous_w():
+def test_late_mask_judges_against_the_coalesced_watermark_only():
     ts = np.array([100, 95, 89, 120, 111, 115])
-    late, running = late_mask(ts, None, 10, None)
-    # running max before: -, 100, 100, 100, 120, 120 → thresholds -, 90, 90, 90, 110, 110
-    assert late.tolist() == [False, False, True, False, False, False]
+    late, running = late_mask(ts, None, None)
+    # out of order within the partition, but no W yet: nothing is late (Jet: on time until W)
+    assert late.tolist() == [False] * 6
     assert running == 120
-    late, _ = late_mask(ts, 130, 10, None)  # the partition already saw 130: threshold 120
-    assert late.tolist() == [True, True, True, False, True, True]
-    late, _ = late_mask(ts, None, 10, 112)  # Spark's watermark is already 112
+    late, running = late_mask(ts, 130, None)  # behind the partition's max 130, not behind W
+    assert late.tolist() == [False] * 6 and running == 130
+    late, _ = late_mask(ts, None, 112)  # Spark's watermark is already 112
     assert late.tolist() == [True, True, True, False, True, False]
 
 
 def test_late_mask_empty_keeps_running():
-    late, running = late_mask(np.array([], dtype=np.int64), 7, 0, None)
+    late, running = late_mask(np.array([], dtype=np.int64), 7, None)
     assert late.size == 0 and running == 7
 
 
 def test_late_mask_ignored_records_neither_move_the_running_max_nor_are_late():
-    # record 1 is beyond the batch's cut-off (watermark.maxFutureSkew): without the mask it
-    # would make every later record late
+    # record 1 is beyond the batch's cut-off (watermark.maxFutureSkew): it counts for no max
     ts = np.array([100, 10_000, 101, 99, 105])
-    late, running = late_mask(ts, None, 0, None)
-    assert late.tolist() == [False, False, True, True, True] and running == 10_000
+    late, running = late_mask(ts, None, None)
+    assert not late.any() and running == 10_000
     ignored = np.array([False, True, False, False, False])
-    late, running = late_mask(ts, None, 0, None, ignored)
+    late, running = late_mask(ts, None, 100, ignored)
     assert late.tolist() == [False, False, False, True, False] and running == 105
     # an ignored record is never late, even far below W
-    late, running = late_mask(np.array([5, 200]), 150, 0, 150, np.array([True, False]))
+    late, running = late_mask(np.array([5, 200]), 150, 150, np.array([True, False]))
     assert late.tolist() == [False, False] and running == 200
     # a chunk of ignored records only keeps the running max it started with
-    assert late_mask(np.array([9_999]), None, 0, None, np.array([True]))[1] is None
-    assert late_mask(np.array([9_999]), 42, 0, None, np.array([True]))[1] == 42
+    assert late_mask(np.array([9_999]), None, None, np.array([True]))[1] is None
+    assert late_mask(np.array([9_999]), 42, None, np.array([True]))[1] == 42

@@ -27,9 +27,20 @@ def test_defaults_like_sparks_kafka_source():
     assert o.subscription.topics == ("t",)
     assert o.starting.default == LATEST and parse(streaming=False).starting.default == EARLIEST
     assert o.fail_on_data_loss and not o.include_headers and o.max_offsets_per_trigger is None
-    assert o.watermark.lag_ms == 0 and o.watermark.idle_timeout_ms == 60_000 and not o.keep_late
+    assert o.watermark.lag_ms == 0 and o.watermark.idle_timeout_ms == 60_000
+    # a plain read has Spark's rows: late records kept, no heartbeat rows
+    assert o.keep_late and not o.heartbeats
     assert o.kafka["bootstrap.servers"] == "h:1" and o.kafka["group.id"].startswith("jetkafka-")
     assert o.isolation_committed
+
+
+@pytest.mark.parametrize("extra", [{"watermark.lag": "2 seconds"}, {"watermark.idleTimeout": "5s"},
+                                   {"watermark.maxTimestampFrom": "scan"}, {"WATERMARK.LATERECORDS": "drop"}])
+def test_heartbeats_on_when_the_query_asks_for_event_time(extra):
+    base = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+    assert KafkaSourceOptions.parse({**base, **extra}, streaming=True).heartbeats
+    off = KafkaSourceOptions.parse({**base, **extra, "watermark.heartbeats": "false"}, streaming=True)
+    assert not off.heartbeats
 
 
 def test_options_are_case_insensitive_and_kafka_keys_keep_their_spelling():

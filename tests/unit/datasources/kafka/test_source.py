@@ -263,7 +263,11 @@ def test_latest_offset_is_reported_whatever_the_limit_admitted(setup):
     broker.high = {(T, 0): 10, (T, 1): 6}
     end = reader.latestOffset(reader.initialOffset(), ReadMaxRows(4))
     assert sum(end["offsets"][T].values()) <= 4  # the limit admitted part of the backlog
-    assert reader.reportLatestOffset() == {"offsets": {T: {"0": 10, "1": 6}}}
+    behind = [10 - end["offsets"][T]["0"], 6 - end["offsets"][T]["1"]]
+    # Spark's Kafka source metrics (SPARK-34854) ride along: how far the batch's end is behind
+    assert reader.reportLatestOffset() == {
+        "offsets": {T: {"0": 10, "1": 6}}, "minOffsetsBehindLatest": min(behind),
+        "maxOffsetsBehindLatest": max(behind), "avgOffsetsBehindLatest": sum(behind) / 2}
 
 
 def test_group_gets_a_batch_end_only_once_spark_has_committed_the_batch(setup):

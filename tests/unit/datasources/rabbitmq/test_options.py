@@ -16,7 +16,7 @@ def test_defaults():
     assert (o.queue, o.wal_location, o.prefetch) == ("q", "/tmp/wal", 10_000)
     assert o.max_messages_per_trigger is None
     assert (o.message_id, o.on_missing_message_id, o.event_time, o.watermark.late_records) == (
-        "message_id", "fail", "timestamp", "drop")
+        "message_id", "fail", "timestamp", "keep")
     # the watermark options and their defaults are jetkafka's (one parser)
     kafka = KafkaSourceOptions.parse({"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}, streaming=True)
     assert o.watermark.policy == kafka.watermark and o.watermark.policy.idle_timeout_ms == 60_000
@@ -74,7 +74,7 @@ def test_body_hash_message_id():
         ({"eventTime": "header:"}, "eventTime", "header:<name>"),
         ({"onMissingMessageId": "skip"}, "onMissingMessageId", "fail | hash | drop"),
         ({"dedupRetention": "forever"}, "dedupRetention", "duration"),
-        ({"watermark.lateRecords": "flag"}, "watermark.lateRecords", "drop | keep"),
+        ({"watermark.lateRecords": "flag"}, "watermark.lateRecords", "keep | drop"),
         ({"lateRecords": "keep"}, "lateRecords", "option 'watermark.lateRecords'"),
         ({"watermark.advanceWhenIdle": "true"}, "watermark.advanceWhenIdle", "false (a queue is one"),
         ({"watermark.maxFutureSkew": "tomorrow"}, "watermark.maxFutureSkew", "a duration such as"),

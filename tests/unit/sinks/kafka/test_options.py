@@ -21,7 +21,11 @@ BASE = {"kafka.bootstrap.servers": "h:9092", "topic": "out"}
 def test_defaults_prefix_and_transactional_id():
     o = KafkaSinkOptions.parse({**BASE, "kafka.linger.ms": "5", "Commit": "Task"})
     assert (o.guarantee, o.commit) == ("exactly-once", "task") and o.transactional and o.marker_topic == "out"
-    assert o.producer_config() == {"bootstrap.servers": "h:9092", "linger.ms": "5"}
+    # keys are placed as Spark's sink (the Java client) places them
+    assert o.producer_config() == {"bootstrap.servers": "h:9092", "linger.ms": "5",
+                                   "partitioner": "murmur2_random"}
+    assert KafkaSinkOptions.parse({**BASE, "kafka.partitioner": "consistent_random"}).producer_config()[
+        "partitioner"] == "consistent_random"
     assert o.transactional_id("q-1", 3) == "jetspark.q-1.3"
     assert KafkaSinkOptions.parse(BASE).commit == "task"
     at_least_once = KafkaSinkOptions.parse({**BASE, "guarantee": "at-least-once"})

@@ -1,9 +1,12 @@
-"""The executable parts of README.md: its examples and its options tables.
+"""The executable parts of the documentation (README.md and the pages under docs/): its
+examples and its options tables.
 
 Markers (HTML comments, invisible on GitHub):
 
 - ``<!-- example: NAME -->`` right before a fenced ```` ```python ```` block names that example;
-  every python block must have one (a block that must not run is not ``python``).
+  every python block must have one (a block that must not run is not ``python``). Names are
+  unique over all pages, except that a page may show another page's example again word for
+  word (README.md's quickstart is docs/tutorials/first-pipeline.md's): it runs once.
 - ``<!-- expected output -->`` right before a fenced ```` ```text ```` block that follows an
   example: what the example prints, line by line.
 - ``<!-- options: FORMAT -->`` right before a markdown table whose first column holds
@@ -17,7 +20,26 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pages() -> list[Path]:
+    """README.md and every markdown page of the site, in a stable order."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+class _AllPages:
+    """``README.read_text()``: every page's text, one after another (a marker such as
+    ``<!-- sink-words -->`` is found on whichever page holds it)."""
+
+    def read_text(self) -> str:
+        return "\n\n".join(page.read_text() for page in pages())
+
+    def __str__(self) -> str:
+        return "README.md and docs/**/*.md"
+
+
+README = _AllPages()
 
 _EXAMPLE = re.compile(r"^<!--\s*example:\s*([\w-]+)\s*-->$")
 _EXPECTED = re.compile(r"^<!--\s*expected output\s*-->$")
@@ -32,6 +54,8 @@ class Example:
     code: str
     expected: str | None
     line: int
+    page: str = "README.md"
+    """The page's path relative to the repository."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +73,12 @@ class OptionRow:
 
 def _lines(text: str | None = None) -> list[str]:
     return (text if text is not None else README.read_text()).splitlines()
+
+
+def _page_texts(text: str | None) -> list[tuple[str, str]]:
+    if text is not None:
+        return [("README.md", text)]
+    return [(str(page.relative_to(ROOT)), page.read_text()) for page in pages()]
 
 
 def _fenced(lines: list[str], start: int) -> tuple[str, str, int]:
@@ -71,8 +101,20 @@ def _next_nonblank(lines: list[str], i: int) -> int:
 
 
 def examples(text: str | None = None) -> list[Example]:
-    """Every python block with its name and expected output; raises for unnamed blocks."""
-    lines = _lines(text)  # fences may be indented (inside list items): they count too
+    """Every python block of every page (or of ``text``) with its name and expected output, once
+    per name; raises for unnamed blocks and for one name on different code."""
+    found = [e for page, body in _page_texts(text) for e in _page_examples(page, body)]
+    out: dict[str, Example] = {}
+    for e in found:
+        first = out.setdefault(e.name, e)
+        if (first.code, first.expected) != (e.code, e.expected):
+            raise ValueError(f"example {e.name!r} differs between {first.page}:{first.line} "
+                             f"and {e.page}:{e.line}: a name is one example")
+    return list(out.values())
+
+
+def _page_examples(page: str, text: str) -> list[Example]:
+    lines = text.splitlines()  # fences may be indented (inside list items): they count too
     out: list[Example] = []
     pending: str | None = None
     i = 0
@@ -87,15 +129,15 @@ def examples(text: str | None = None) -> list[Example]:
             lang, body, after = _fenced(lines, i)
             if lang == "python":
                 if pending is None:
-                    raise ValueError(f"README line {i + 1}: python block without <!-- example: name -->")
+                    raise ValueError(f"{page} line {i + 1}: python block without <!-- example: name -->")
                 expected = None
                 j = _next_nonblank(lines, after)
                 if j < len(lines) and _EXPECTED.match(lines[j].strip()):
                     k = _next_nonblank(lines, j + 1)
                     exp_lang, expected, after = _fenced(lines, k)
                     if exp_lang != "text":
-                        raise ValueError(f"README line {k + 1}: expected output must be a text block")
-                out.append(Example(pending, body, expected, i + 1))
+                        raise ValueError(f"{page} line {k + 1}: expected output must be a text block")
+                out.append(Example(pending, body, expected, i + 1, page))
             pending = None
             i = after
             continue
@@ -105,12 +147,12 @@ def examples(text: str | None = None) -> list[Example]:
     names = [e.name for e in out]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
-        raise ValueError(f"README: example names used twice: {sorted(duplicates)}")
+        raise ValueError(f"{page}: example names used twice: {sorted(duplicates)}")
     return out
 
 
 def options_tables(text: str | None = None) -> dict[str, list[OptionRow]]:
-    """The options tables by format name (``<!-- options: NAME -->``)."""
+    """The options tables by format name (``<!-- options: NAME -->``), over every page."""
     lines = _lines(text)
     tables: dict[str, list[OptionRow]] = {}
     for i, line in enumerate(lines):

@@ -1,4 +1,8 @@
-"""README.md's options tables cannot drift from the parsers (see tests/readme.py for the markers).
+"""The documentation's options tables cannot drift from the parsers (see tests/readme.py for the
+markers; the tables are in docs/reference/).
+
+The tables are written by hand (their meanings and errors columns are prose the parsers do not
+hold) and checked here against the code.
 
 For each ``<!-- options: FORMAT -->`` table: its option names are exactly the names the
 format's parser knows; each is accepted by the parser; a default written as one literal
@@ -25,6 +29,7 @@ from jetspark.windowing import window_aggregate
 from tests import readme
 
 UNKNOWN_OPTION = "one of the known options"
+WATERMARK_HEARTBEATS = "watermark.heartbeats"
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,8 @@ def test_literal_defaults_are_the_parsers_defaults(name):
             continue
         for option in row.names:
             base = {**fmt.base, **fmt.requires.get(option, {})}
+            if option.startswith("watermark."):  # any watermark.* option turns heartbeats on
+                base[WATERMARK_HEARTBEATS] = "true"
             explicit = fmt.parse({**base, option: value})
             assert explicit == fmt.parse(base), f"{name}: {option} default is not {value!r}"
             checked += 1

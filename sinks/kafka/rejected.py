@@ -11,10 +11,18 @@ replay of the batch the same way.
 ``onRejected=dead-letter`` (the default): the record goes to ``deadLetterTopic`` through the
 task's producer, with its key, value and headers and ``jetspark.rejected.*`` headers saying
 where it was meant to go and why it was refused — in the task's transaction with
-``commit=task``, so a dead letter is written once, with its partition's records. A record
-over ``message.max.bytes`` keeps its key and headers but not its value (which would be refused
-again); ``jetspark.rejected.valueBytes`` gives the value's size. ``onRejected=fail``: the task
-fails, naming the row and the reason.
+``commit=task``, so a dead letter is written once, with its partition's records.
+
+A dead letter always fits under the producer's ``message.max.bytes`` (else it would be
+refused too, and every replay of the batch would fail the same way): jetspark's headers come
+first; the record's own ``jetspark.rejected.*`` headers are removed; the topic and the reason
+are cut to at most :data:`MAX_TOPIC_BYTES` / :data:`MAX_REASON_BYTES` bytes (less under a small
+``message.max.bytes``), ending with a
+``…[cut: N bytes]`` marker; then, while the letter is too large (and always for a record
+refused as too large), the largest of its value, headers and key is dropped, its size in
+``jetspark.rejected.valueBytes`` / ``headersBytes`` / ``keyBytes``. ``jetspark.rejected.cut``
+lists what was cut or removed: ``value``, ``headers``, ``key``, ``topic``, ``reason``,
+``forgedHeaders``. ``onRejected=fail``: the task fails, naming the row and the reason.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ class RejectingProducer:
         self.rejected = 0
         self._partitions: dict[str, int | None] = {}
         self._dead_letter_topic_found = False
+        limit = options.producer_config().get("message.max.bytes", MESSAGE_MAX_BYTES)
+        self._letter_budget = max(0, int(limit) - RECORD_OVERHEAD)
 
     def write(self, batch: pa.RecordBatch) -> int:
         """Produce ``batch``; the number of its records handed to the producer."""
@@ -79,14 +89,9 @@ class RejectingProducer:
             raise SinkError(f"jetkafka: Kafka refuses {where}: {scrub(reason)}. With onRejected=fail the "
                             f"query stops here; onRejected=dead-letter (the default) writes such records to "
                             f"the dead-letter topic {topic} and goes on")
-        partition = "" if rejection.partition is None else str(rejection.partition)
-        marks = [("topic", rejection.topic or ""), ("partition", partition), ("reason", reason),
-                 ("sink", self.key.sink_id), ("batch", str(self.key.batch_id))]
-        if rejection.why.too_large:
-            marks.append(("valueBytes", str(_size(value))))
-            value = None
+        value, key, letter_headers = dead_letter(rejection, reason, self.key, value, key, headers,
+                                                 self._letter_budget)
         self._find_dead_letter_topic()
-        letter_headers = [*(headers or []), *((HEADER + name, text) for name, text in marks)]
         unfit = produce_record(self.producer.produce, self.producer.poll, topic, value, key, None,
                                letter_headers)
         if unfit is not None:
@@ -112,7 +117,65 @@ class RejectingProducer:
         self._dead_letter_topic_found = True
 
 
+MESSAGE_MAX_BYTES = 1_000_000
+"""librdkafka's default ``message.max.bytes`` (option ``kafka.message.max.bytes`` sets it)."""
+RECORD_OVERHEAD = 256
+"""Room for a record's framing in librdkafka's size check (61 bytes at most for Kafka's v2 format)."""
+HEADER_OVERHEAD = 10
+"""A header's framing: the varint lengths of its name and value."""
+MAX_TOPIC_BYTES = 512
+MAX_REASON_BYTES = 2048
+CUT = HEADER + "cut"
+_PARTS = ("value", "headers", "key")  # what a dead letter may drop, the largest first
+
+
+def dead_letter(rejection: Rejection, reason: str, task: PartitionKey, value: object, key: object,
+                headers: list | None, budget: int) -> tuple[object, object, list]:
+    """The value, key and headers of a rejected record's dead letter, at most ``budget`` bytes."""
+    cut: list[str] = []
+    topic = cut_text(rejection.topic or "", min(MAX_TOPIC_BYTES, budget // 8), cut, "topic")
+    reason = cut_text(reason, min(MAX_REASON_BYTES, budget // 4), cut, "reason")
+    own = [(k, v) for k, v in headers or () if not str(k).lower().startswith(HEADER)]
+    if len(own) < len(headers or ()):
+        cut.append("forgedHeaders")
+    marks = [("topic", topic), ("partition", "" if rejection.partition is None else str(rejection.partition)),
+             ("reason", reason), ("sink", task.sink_id), ("batch", str(task.batch_id))]
+    parts = {"value": value, "headers": own, "key": key}
+    sizes = {"value": _size(value), "headers": sum(_header_size(k, v) for k, v in own), "key": _size(key)}
+    reserve = sum(_header_size(HEADER + n, t) for n, t in marks) + 3 * 40 + 64  # sizes and the cut list
+    must_drop = rejection.why.too_large
+    while any(sizes[p] or parts[p] for p in _PARTS) and (
+            must_drop or reserve + sum(sizes.values()) > budget):
+        part = max((p for p in _PARTS if sizes[p] or parts[p]), key=lambda p: sizes[p])
+        shown = sizes[part] - HEADER_OVERHEAD * len(own) if part == "headers" else sizes[part]
+        marks.append((part + "Bytes", str(shown)))  # headers: their names' and values' bytes
+        cut.append(part)
+        parts[part], sizes[part], must_drop = None, 0, False
+    over = reserve + sum(sizes.values()) - budget
+    if over > 0:  # a message.max.bytes of a few hundred bytes: the reason gives way
+        marks[2] = ("reason", cut_text(reason, max(0, len(reason.encode()) - over - 32), cut, "reason"))
+    if cut:
+        marks.append(("cut", ",".join(dict.fromkeys(cut))))
+    letter_headers = [*((HEADER + name, text) for name, text in marks), *(parts["headers"] or ())]
+    return parts["value"], parts["key"], letter_headers
+
+
+def cut_text(text: str, max_bytes: int, cut: list[str], name: str) -> str:
+    """``text`` in at most ``max_bytes`` UTF-8 bytes plus a ``…[cut: N bytes]`` marker (N: the
+    whole size); ``name`` is added to ``cut`` when it was cut."""
+    raw = text.encode(errors="backslashreplace")
+    if len(raw) <= max_bytes:
+        return text
+    if name not in cut:
+        cut.append(name)
+    return raw[:max_bytes].decode(errors="ignore") + f"…[cut: {len(raw)} bytes]"
+
+
+def _header_size(name: object, value: object) -> int:
+    return len(str(name).encode(errors="backslashreplace")) + _size(value) + HEADER_OVERHEAD
+
+
 def _size(value: object) -> int:
     if value is None:
         return 0
-    return len(value.encode() if isinstance(value, str) else value)  # type: ignore[arg-type]
+    return len(value.encode(errors="backslashreplace") if isinstance(value, str) else value)  # type: ignore[arg-type]

@@ -100,6 +100,8 @@ PartitionCount = Callable[[str], "int | None"]
 RECORD_ERRORS = (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError._UNKNOWN_PARTITION, KafkaError._INVALID_ARG)
 MAX_TOPIC_LENGTH = 249
 _TOPIC_RE = re.compile(rf"^[A-Za-z0-9._-]{{1,{MAX_TOPIC_LENGTH}}}$")
+MAX_TOPIC_SHOWN = 300
+"""A refused topic name is shown (reasons, dead letters) up to this many characters."""
 TOPIC_ACCEPTED = f"a Kafka topic name: 1 to {MAX_TOPIC_LENGTH} of A-Z a-z 0-9 . _ -, not '.' or '..'"
 
 
@@ -107,7 +109,10 @@ def topic_name_problem(topic: str) -> str | None:
     """Why Kafka would refuse ``topic`` as a name (its own rule), or None."""
     if _TOPIC_RE.match(topic) and topic not in (".", ".."):
         return None
-    return f"topic {topic!r} is not a valid topic name ({TOPIC_ACCEPTED})"
+    shown = topic
+    if len(topic) > MAX_TOPIC_SHOWN:
+        shown = f"{topic[:MAX_TOPIC_SHOWN]}…[cut: {len(topic)} characters]"
+    return f"topic {shown!r} is not a valid topic name ({TOPIC_ACCEPTED})"
 
 
 def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, columns: KafkaColumns,

@@ -184,8 +184,9 @@ def test_records_kafka_refuses_go_to_the_dead_letter_topic_once(registered, kafk
         query.stop()
     refused = {i: i % 10 for i in range(TOTAL) if i % 10 in (3, 5, 7)}
     assert _ids(read_topic(kafka_bootstrap, topic)) == Counter(i for i in range(TOTAL) if i not in refused)
-    letters = {int(k): (v, dict(h)) for k, v, _, h in read_topic(kafka_bootstrap, dead)}
-    assert sorted(letters) == sorted(refused)
+    dead_records = read_topic(kafka_bootstrap, dead)
+    assert _ids(dead_records) == Counter(refused)  # a multiset: each dead letter exactly once
+    letters = {int(k): (v, dict(h)) for k, v, _, h in dead_records}
     for i, digit in refused.items():
         value, headers = letters[i]
         assert headers["jetspark.rejected.sink"] == str(query.id).encode()
@@ -198,6 +199,59 @@ def test_records_kafka_refuses_go_to_the_dead_letter_topic_once(registered, kafk
         else:
             assert value is None and headers["jetspark.rejected.valueBytes"] == b"1100000"
             assert "too large" in reason and headers["jetspark.rejected.topic"] == topic.encode()
+
+
+_MAX, _BIG = 100_000, 150_000  # kafka.message.max.bytes, and a size over it
+_HEADERS = "array<struct<key: string, value: binary>>"
+
+
+def test_dead_letters_fit_and_jetspark_headers_come_first(registered, kafka_bootstrap, kafka_topic):
+    """A record refused for a huge key (1), huge headers (2) or a huge invalid topic (3) gets a
+    dead letter that fits: the part that was too large is dropped (its size in
+    jetspark.rejected.<part>Bytes), the topic and reason are cut with a marker, and
+    jetspark.rejected.cut names what was cut. The record's own jetspark.rejected.* headers (4)
+    are removed; jetspark's come first."""
+    topic, dead = kafka_topic(partitions=2), kafka_topic()
+    df = registered.range(6).selectExpr(
+        "CAST(id AS STRING) AS value",
+        f"CASE WHEN id = 1 THEN repeat('k', {_BIG}) ELSE CAST(id AS STRING) END AS key",
+        f"CASE WHEN id = 3 THEN repeat('!', {_BIG}) ELSE '{topic}' END AS topic",
+        "CASE WHEN id = 4 THEN 9 END AS partition",
+        f"""CAST(CASE
+              WHEN id = 2 THEN array(named_struct('key', 'h', 'value', CAST(repeat('y', {_BIG}) AS BINARY)))
+              WHEN id = 4 THEN array(
+                named_struct('key', 'jetspark.rejected.reason', 'value', CAST('forged' AS BINARY)),
+                named_struct('key', 'mine', 'value', CAST('kept' AS BINARY)))
+            END AS {_HEADERS}) AS headers""")
+    (df.coalesce(1).write.format("jetkafka_sink_test").option("kafka.bootstrap.servers", kafka_bootstrap)
+     .option("markerTopic", topic).option("deadLetterTopic", dead)
+     .option("kafka.message.max.bytes", str(_MAX)).mode("append").save())
+    assert Counter(v for _, v, *_ in read_topic(kafka_bootstrap, topic)) == Counter([b"0", b"5"])
+    records = read_topic(kafka_bootstrap, dead)
+    assert Counter(v for _, v, *_ in records) == Counter([b"1", b"2", b"3", b"4"])  # each exactly once
+    letters = {v: (k, h) for k, v, _, h in records}
+    for key, headers in letters.values():
+        names = [n for n, _ in headers]
+        assert names[0] == "jetspark.rejected.topic" and names.count("jetspark.rejected.reason") == 1
+        assert sum(len(n) + len(v or b"") for n, v in headers) + len(key or b"") < _MAX
+    key, headers = letters[b"1"]
+    assert key is None and dict(headers)["jetspark.rejected.keyBytes"] == str(_BIG).encode()
+    assert dict(headers)["jetspark.rejected.cut"] == b"key"
+    key, headers = letters[b"2"]
+    assert key == b"2" and dict(headers)["jetspark.rejected.headersBytes"] == str(_BIG + 1).encode()
+    assert "h" not in dict(headers) and dict(headers)["jetspark.rejected.cut"] == b"headers"
+    key, headers = letters[b"3"]
+    shown = dict(headers)
+    assert key == b"3" and shown["jetspark.rejected.cut"] == b"topic"
+    assert shown["jetspark.rejected.topic"].startswith(b"!!!")
+    assert shown["jetspark.rejected.topic"].endswith(f"…[cut: {_BIG} bytes]".encode())
+    assert shown["jetspark.rejected.reason"].startswith(b"topic '!!!")
+    assert f"…[cut: {_BIG} characters]' is not a valid topic".encode() in shown["jetspark.rejected.reason"]
+    key, headers = letters[b"4"]
+    assert [n for n, _ in headers if not n.startswith("jetspark.")] == ["mine"]
+    assert b"forged" not in [v for _, v in headers]
+    assert dict(headers)["jetspark.rejected.cut"] == b"forgedHeaders"
+    assert dict(headers)["jetspark.rejected.reason"].startswith(b"partition 9 does not exist")
 
 
 def test_on_rejected_fail_stops_naming_the_row(registered, kafka_bootstrap, kafka_topic):

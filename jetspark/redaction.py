@@ -159,6 +159,39 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+FRAGMENT_MIN = 4
+
+
+def scrub_fragments(text: str, secrets: Iterable[str], min_run: int = FRAGMENT_MIN) -> str:
+    """:func:`scrub`, then every run of ``min_run`` or more characters of ``text`` made of
+    pieces of one of ``secrets`` masked too (one ``***`` per run), for librdkafka's texts: it
+    quotes the rest of a value from where its parser stopped (``Unrecognized
+    sasl.oauthbearer.config beginning at: …``), a piece no whole-value replace finds. It
+    over-redacts: a word a secret happens to contain is masked as well."""
+    pieces = [s for s in secrets if s]
+    text = scrub(text, pieces)
+    grams = {s[i:i + min_run] for s in pieces for i in range(len(s) - min_run + 1)}
+    if not grams:
+        return text
+    hidden = bytearray(len(text))
+    for i in range(len(text) - min_run + 1):
+        if text[i:i + min_run] in grams:
+            hidden[i:i + min_run] = b"\x01" * min_run
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        end = i
+        while end < len(text) and hidden[end] == hidden[i]:
+            end += 1
+        run = text[i:end]
+        if hidden[i]:  # the white space around a run stays: it is the message's
+            core = run.strip()
+            run = run[: len(run) - len(run.lstrip())] + REDACTED + run[len(run.rstrip()):] if core else run
+        out.append(run)
+        i = end
+    return "".join(out)
+
+
 def redacted_repr(obj: object, hidden: Iterable[str] = ()) -> str:
     """The repr of dataclass ``obj`` with every field value passed through :func:`shown_value`
     (a Mapping field per key) and the fields named in ``hidden`` left out."""

@@ -18,7 +18,7 @@ from jetspark.datasources.kafka.offsets import TopicPartition
 from jetspark.datasources.kafka.options import KafkaSourceOptions
 from jetspark.datasources.kafka.refusals import Refusals, until_answered
 from jetspark.errors import JetsparkError, OptionError
-from jetspark.redaction import redact_dsn, scrub, secret_values
+from jetspark.redaction import redact_dsn, scrub_fragments, secret_values
 
 T = TypeVar("T")
 _TIMEOUT_S = 30.0
@@ -63,7 +63,7 @@ def rejected_setting_error(kafka: Mapping[str, str], error: BaseException,
     option = f"kafka.{bad}" if bad else "kafka.*"
     value = kafka.get(bad) if bad else sorted(kafka)
     # librdkafka quotes the value it refuses: the text is scrubbed of every secret setting.
-    text = redact_dsn(scrub(raw_text, secret_values(kafka)))
+    text = redact_dsn(scrub_fragments(raw_text, secret_values(kafka)))
     return OptionError(option, value, f"a setting librdkafka accepts ({text})")
 
 
@@ -92,7 +92,7 @@ class KafkaBroker:
 
     def _scrub(self, error: object) -> str:
         """A librdkafka error's text without any secret setting."""
-        return redact_dsn(scrub(str(error), secret_values(self.options.kafka)))
+        return redact_dsn(scrub_fragments(str(error), secret_values(self.options.kafka)))
 
     @property
     def admin(self) -> AdminClient:

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from jetspark.errors import JetsparkError
-from jetspark.redaction import redact_dsn, scrub, secret_values
+from jetspark.redaction import redact_dsn, scrub_fragments, secret_values
 
 
 def librdkafka_path() -> str:
@@ -149,7 +149,8 @@ class NativeConsumer:
         try:
             self._reader = _kafka_arrow.Reader({str(k): _conf_value(v) for k, v in conf.items()})
         except ValueError as e:
-            text = redact_dsn(scrub(str(e), secret_values({str(k): str(v) for k, v in conf.items()})))
+            secrets = secret_values({str(k): str(v) for k, v in conf.items()})
+            text = redact_dsn(scrub_fragments(str(e), secrets))
             raise NativeConfigError(f"{text} (librdkafka {_kafka_arrow.librdkafka_version()})") from None
 
     def assign(self, topic: str, partition: int, offset: int) -> None:

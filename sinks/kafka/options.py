@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from jetspark.datasources.kafka.jaas import translate_jaas
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
-from jetspark.redaction import scrub, secret_values
+from jetspark.redaction import scrub_fragments, secret_values
 from jetspark.sinks.guarantees import (
     NONE,
     TASK,
@@ -84,7 +84,7 @@ class KafkaSinkOptions:
 
     def scrub(self, text: str) -> str:
         """``text`` without any secret producer setting (SASL/SSL passwords, tokens)."""
-        return scrub(text, self.secrets())
+        return scrub_fragments(text, self.secrets())
 
     def transactional_id(self, sink_id: str, partition_id: int) -> str:
         """Stable per sink partition: a new attempt or run fences the older producer."""

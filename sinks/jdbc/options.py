@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
-from jetspark.redaction import mask_userinfo, redact_dsn, scrub, secret_values
+from jetspark.redaction import REDACTED, mask_userinfo, redact_dsn, scrub, secret_values
 from jetspark.sinks.guarantees import (
     NONE,
     TASK,
@@ -82,8 +82,17 @@ def _unquote(ident: str) -> str:
 
 
 def shown_conninfo(conninfo: str) -> str:
-    """What a message may show of a URL or libpq ``key=value`` connection string."""
-    return mask_userinfo(conninfo) if "://" in conninfo else redact_dsn(conninfo)
+    """What a message may show of a URL or libpq ``key=value`` connection string: a URL's
+    password masked up to its last ``@`` (unencoded spaces, quotes, ``@`` or ``/`` in it
+    included), its user kept when it is plain, and secret parameters masked."""
+    if "://" not in conninfo or "@" not in conninfo:
+        return redact_dsn(conninfo)
+    head, _, tail = conninfo.rpartition("@")
+    scheme, _, userinfo = head.partition("://")
+    user, colon, _ = userinfo.partition(":")
+    if re.fullmatch(r"[\w.%+-]*", user):
+        return redact_dsn(f"{scheme}://{user}{':' + REDACTED if colon else ''}@{tail}")
+    return mask_userinfo(conninfo)
 
 
 @dataclass(frozen=True)

@@ -7,19 +7,27 @@ constraint). Any other error (connection, permission, lock timeout, and ``22P04`
 framing error that would be jetspark's own) fails the task as before.
 
 With ``onRejected=dead-letter`` (the default) a task's COPYs run under a savepoint taken every
-:data:`WINDOW_ROWS` rows, and the batches copied since it are kept. When a COPY fails with a
-rejection, the transaction goes back to the savepoint, the kept batches are copied again
-(PostgreSQL took them already) and the failing batch is copied in pieces, each under a
-savepoint of its own: the rows before the one PostgreSQL names (its ``COPY …, line N``
-context), that row alone, and the rows after it in halves; without a line (a foreign key,
-checked at the end of the statement) the range is halved. A row refused alone is a dead
-letter, written with the error to the dead-letter table inside the task's transaction, so with
-``two-phase`` or ``task`` it is committed once, with the partition's rows and marker. A row a
-foreign key refused alone is tried once more after the rest of its batch (its parent may be a
-later row of the batch). Rows keep their order otherwise (an upsert's last row of a key still
-wins). One savepoint per window rather than per batch keeps a large task below PostgreSQL's 64
-cached subtransactions. With ``onRejected=fail`` the task fails at the first rejection,
-naming the row, the reason and the option.
+:data:`WINDOW_ROWS` rows (past 8 windows, an eighth of the task's rows so far), and the batches
+copied since it are kept. When a COPY fails with a rejection, the transaction goes back to the
+savepoint, the kept batches are copied again (PostgreSQL took them already) and the failing
+batch is *probed* under a savepoint: copied in pieces, each under a savepoint of its own: the
+rows before the one PostgreSQL names (its ``COPY …, line N`` context), that row alone, and the
+rows after it in halves; without a line (a foreign key, checked at the end of the statement)
+the range is halved. A row refused alone is a rejection. A row a foreign key refused alone is
+tried once more after the rest of its batch (its parent may be a later row of the batch).
+Then the probe is rolled back and the rows that went in are copied again by one COPY, in the
+batch's order (an upsert's last row of a key still wins), and the refused ones are written with
+their error to the dead-letter table, both in the task's transaction: with ``two-phase`` or
+``task`` committed once, with the partition's rows and marker.
+
+Subtransactions: PostgreSQL caches 64 per transaction (``PGPROC_MAX_CACHED_SUBXIDS``); past
+that every snapshot of every session looks transactions up in ``pg_subtrans``. A released
+savepoint that wrote keeps its subtransaction until the end of the transaction; one rolled
+back frees it. So a batch's probe leaves none behind: at most :data:`MAX_PIECES` pieces are
+alive under it (then it is rolled back and the rows found good so far are copied again in one
+COPY under it), and each window leaves one: a task of up to ~75 million rows stays within 64.
+With ``onRejected=fail`` the task fails at the first rejection, naming the row, the reason and
+the option.
 """
 
 from __future__ import annotations
@@ -43,8 +51,13 @@ from jetspark.sinks.jdbc.target import DEAD_LETTER_COLUMNS, ensure_dead_letter_t
 from jetspark.sinks.transactional import PartitionKey, SinkError
 
 WINDOW_ROWS = 100_000
-"""Rows copied under one savepoint (one subtransaction), and kept in memory to copy again."""
+"""Rows copied under one savepoint (one subtransaction), and kept in memory to copy again; past
+:data:`WINDOW_GROWTH` windows, a window is this many or 1/WINDOW_GROWTH of the rows so far."""
+WINDOW_GROWTH = 8
+MAX_PIECES = 16
+"""Released pieces alive under a batch's probe before they are folded into one COPY."""
 _WINDOW = "jetspark_window"
+_PROBE = "jetspark_probe"
 _PIECE = "jetspark_rows"
 _REJECTING_CLASSES = ("22", "23")
 _NOT_REJECTIONS = ("22P04",)  # bad_copy_file_format: the CSV jetspark wrote, not the row's data
@@ -125,7 +138,7 @@ class RejectingCopy:
             return self._count(batch.num_rows - len(rejected), len(rejected))
         self._kept.append(batch)
         self._kept_rows += batch.num_rows
-        if self._kept_rows >= WINDOW_ROWS:
+        if self._kept_rows >= max(WINDOW_ROWS, self._seen // WINDOW_GROWTH):
             self._execute("RELEASE SAVEPOINT {}", _WINDOW)
             self._in_window = False
             self._kept, self._kept_rows = [], 0
@@ -150,20 +163,23 @@ class RejectingCopy:
 
 def copy_rejecting(conn: psycopg.Connection, copy_rows: CopyRows, batch: pa.RecordBatch,
                    error: psycopg.Error) -> list[Rejection]:
-    """COPY ``batch``, whose COPY as a whole failed with the rejection ``error``, in pieces
-    inside the open transaction of ``conn``; the rows refused. Every other row is in the table
-    afterwards, in order (but for a row a foreign key refused at first, see the module).
+    """COPY ``batch``, whose COPY as a whole failed with the rejection ``error``, without the
+    rows PostgreSQL refuses, inside the open transaction of ``conn``; the rows refused. Every
+    other row is in the table afterwards, in order, copied by one COPY at the caller's level:
+    the probing leaves no subtransaction behind (see the module).
 
     Each failure splits its range: before the row PostgreSQL names, that row, and the rest in
     halves; or in halves without a name. So a batch costs O(n log n) rows sent at worst, when
     most of its rows are refused, and a few COPYs for a rare refused row."""
     lines = _line_counts(batch)
+    good = np.zeros(batch.num_rows, dtype=bool)
     rejected: list[Rejection] = []
     retry: list[tuple[int, psycopg.Error]] = []
+    probe = _Probe(conn, copy_rows, batch, good)
     todo = _split(error, lines, 0, batch.num_rows)  # a stack: the leftmost range is on top
     while todo:
         lo, hi = todo.pop()
-        failure = _copy_piece(conn, copy_rows, batch.slice(lo, hi - lo))
+        failure = probe.piece(lo, hi)
         if failure is None:
             continue
         if hi - lo > 1:
@@ -173,24 +189,63 @@ def copy_rejecting(conn: psycopg.Connection, copy_rows: CopyRows, batch: pa.Reco
         else:
             rejected.append(Rejection(lo, failure.sqlstate or "", describe(failure)))
     for row, _ in retry:  # its parent may have come later in the batch
-        failure = _copy_piece(conn, copy_rows, batch.slice(row, 1))
+        failure = probe.piece(row, row + 1)
         if failure is not None:
             rejected.append(Rejection(row, failure.sqlstate or "", describe(failure)))
+    probe.end()
+    if good.any():
+        copy_rows(batch.filter(pa.array(good)))
     return sorted(rejected, key=lambda r: r.row)
+
+
+class _Probe:
+    """Pieces of a batch copied under the probe savepoint, each under one of its own; the rows
+    that went in are marked in ``good``. At most :data:`MAX_PIECES` released pieces are alive:
+    then the probe is rolled back and the good rows so far are copied again in one COPY."""
+
+    def __init__(self, conn: psycopg.Connection, copy_rows: CopyRows, batch: pa.RecordBatch,
+                 good: np.ndarray) -> None:
+        self.conn, self.copy_rows, self.batch, self.good = conn, copy_rows, batch, good
+        self.alive = 0
+        _savepoint(conn, "SAVEPOINT {}", _PROBE)
+
+    def piece(self, lo: int, hi: int) -> psycopg.Error | None:
+        """COPY rows ``[lo, hi)``; the rejection that undid them, or None."""
+        failure = _copy_piece(self.conn, self.copy_rows, self.batch.slice(lo, hi - lo))
+        if failure is None:
+            self.good[lo:hi] = True
+            self.alive += 1
+            if self.alive >= MAX_PIECES:
+                self._fold()
+        return failure
+
+    def _fold(self) -> None:
+        """Free the pieces' subtransactions: their rows again, in one COPY under the probe (the
+        same rows in the same order went in piece by piece, so they go in together)."""
+        _savepoint(self.conn, "ROLLBACK TO SAVEPOINT {}", _PROBE)
+        self.copy_rows(self.batch.filter(pa.array(self.good)))
+        self.alive = 0
+
+    def end(self) -> None:
+        """Roll the probe back: no subtransaction of it stays alive."""
+        _savepoint(self.conn, "ROLLBACK TO SAVEPOINT {0}; RELEASE SAVEPOINT {0}", _PROBE)
+
+
+def _savepoint(conn: psycopg.Connection, statement: str, name: str) -> None:
+    conn.execute(sql.SQL(statement).format(sql.Identifier(name)))
 
 
 def _copy_piece(conn: psycopg.Connection, copy_rows: CopyRows, rows: pa.RecordBatch) -> psycopg.Error | None:
     """COPY ``rows`` under a savepoint; the rejection that undid them, or None."""
-    piece = sql.Identifier(_PIECE)
-    conn.execute(sql.SQL("SAVEPOINT {}").format(piece))
+    _savepoint(conn, "SAVEPOINT {}", _PIECE)
     try:
         copy_rows(rows)
     except psycopg.Error as e:
         if not is_rejection(e):
             raise
-        conn.execute(sql.SQL("ROLLBACK TO SAVEPOINT {0}; RELEASE SAVEPOINT {0}").format(piece))
+        _savepoint(conn, "ROLLBACK TO SAVEPOINT {0}; RELEASE SAVEPOINT {0}", _PIECE)
         return e
-    conn.execute(sql.SQL("RELEASE SAVEPOINT {}").format(piece))
+    _savepoint(conn, "RELEASE SAVEPOINT {}", _PIECE)
     return None
 
 

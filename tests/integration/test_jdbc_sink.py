@@ -26,6 +26,7 @@ from jetspark.sinks.transactional import PartitionKey, SinkError, commit_batch, 
 from tests.integration.scripts.sink_ids_source import BAD_AMOUNT, BAD_TEXT, IdsSource, ids_schema, poisoned
 from tests.integration.scripts.sink_pg import (
     PrivateServer,
+    dead_letter_ids,
     dead_letters,
     id_counts,
     markers,
@@ -448,3 +449,97 @@ def test_a_row_whose_parent_comes_later_in_the_batch_is_not_a_dead_letter(pg_dsn
         commit_batch(driver, [message], 0)
     assert id_counts(pg_dsn, schema, "events") == Counter([1, 2, 5])
     assert [(i, state) for i, state, *_ in dead_letters(pg_dsn, schema)] == [(3, "22021"), (4, "23503")]
+
+
+class _SubxactModel:
+    """PostgreSQL's subtransactions of one session, followed from the statements it sends: a
+    savepoint that writes takes a subtransaction id (its open ancestors too); releasing it
+    keeps the id alive until the transaction ends, rolling it back frees it and its children's.
+    ``most`` is the largest number alive at once (PostgreSQL caches 64)."""
+
+    def __init__(self) -> None:
+        self.frames: list[list] = [["", False, 0]]  # [name, has_xid, ids alive of released children]
+        self.most = 0
+
+    def statement(self, text: str) -> None:
+        for part in filter(None, (p.strip() for p in text.split(";"))):
+            words = part.replace('"', "").split()
+            head = " ".join(words[:3]).upper()
+            if words[0].upper() == "SAVEPOINT":
+                self.frames.append([words[1], False, 0])
+            elif head.startswith("RELEASE SAVEPOINT"):
+                while True:
+                    name, has_xid, children = self.frames.pop()
+                    self.frames[-1][2] += children + has_xid
+                    if name == words[2]:
+                        break
+            elif head.startswith("ROLLBACK TO SAVEPOINT"):
+                while self.frames[-1][0] != words[3]:
+                    self.frames.pop()
+                self.frames[-1][1:] = [False, 0]
+            elif words[0].upper() in ("COPY", "INSERT"):
+                for frame in self.frames:
+                    frame[1] = True
+                self.most = max(self.most, sum(f[1] + f[2] for f in self.frames) - 1)  # but the top
+            elif words[0].upper() in ("COMMIT", "ROLLBACK", "PREPARE", "BEGIN"):
+                self.frames = [["", False, 0]]
+
+
+class _Traced:
+    """A psycopg connection (or cursor) whose statements go through a :class:`_SubxactModel`."""
+
+    def __init__(self, inner, model: _SubxactModel) -> None:
+        self._inner, self._model = inner, model
+
+    def _see(self, query) -> None:
+        self._model.statement(query if isinstance(query, str) else query.as_string(self._inner))
+
+    def execute(self, query, *args, **kwargs):
+        self._see(query)
+        return self._inner.execute(query, *args, **kwargs)
+
+    def executemany(self, query, *args, **kwargs):
+        self._see(query)
+        return self._inner.executemany(query, *args, **kwargs)
+
+    def copy(self, statement, *args, **kwargs):
+        self._see(statement)
+        return self._inner.copy(statement, *args, **kwargs)
+
+    def cursor(self, *args, **kwargs):
+        return _Traced(self._inner.cursor(*args, **kwargs), self._model)
+
+    def __enter__(self):
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._inner.__exit__(*exc)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def test_many_refused_rows_in_one_batch_keep_within_64_subtransactions(pg_dsn, schema):
+    """A batch with 150 refused rows among good ones is probed in over 150 pieces; PostgreSQL
+    keeps a released savepoint's subtransaction until the end, so the pieces must not all stay
+    alive: never more than 64 at once (its cache), and every row is accounted for once."""
+    from jetspark.sinks.jdbc.target import connect
+
+    _create_checked_events(pg_dsn, schema)
+    target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)
+    ids = list(range(450))
+    bad = {i for i in ids if i % 3 == 1}
+    batch = pa.RecordBatch.from_pydict({"id": ids, "name": [f"row-{i}" for i in ids],
+                                        "amount": [-1.0 if i in bad else 0.5 for i in ids]})
+    model = _SubxactModel()
+    with PostgresResource(target, two_phase=True) as resource:
+        resource._conn = _Traced(connect(target.options, autocommit=True), model)
+        message = write_partition(resource, PartitionKey("q8", 0, 0, 0), iter([batch, batch.slice(0, 9)]))
+    assert (message.rows, message.rejected) == (306, 153)
+    assert 0 < model.most <= 64, model.most
+    with PostgresResource(target, two_phase=True) as driver:
+        commit_batch(driver, [message], 0)
+    good = Counter(i for i in ids if i not in bad) + Counter(i for i in range(9) if i not in bad)
+    assert id_counts(pg_dsn, schema, "events") == good
+    assert dead_letter_ids(pg_dsn, schema) == Counter(bad) + Counter(i for i in range(9) if i in bad)

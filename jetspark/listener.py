@@ -19,6 +19,9 @@ running ``counts.late`` of the start and end offsets. Rows are the
 observed ``records`` (data rows, without heartbeats) when present, else ``numInputRows``.
 Queries without a jetspark source get a line with rows only.
 
+:func:`offsets_behind_latest` reads Spark's Kafka lag metrics (``minOffsetsBehindLatest``, …)
+of every source of a progress, jetkafka's included.
+
 The listener runs on Spark's listener bus thread (over Spark Connect: the client's thread
 that receives the server's query events), after each batch, asynchronously to the query;
 :meth:`WatermarkListener.wait_terminated` waits until a query's last line is out. Progress
@@ -134,6 +137,32 @@ def _late(progress: Mapping, starts: list[SourceOffset], ends: list[SourceOffset
             before = start.counts.get("late", 0) if start.kind == JETRABBITMQ else 0
             found.append(end.counts["late"] - before)
     return sum(found) if found else None
+
+
+#: Spark's Kafka source metrics (SPARK-34854), in a source's progress ``metrics``.
+BEHIND_METRICS = ("minOffsetsBehindLatest", "maxOffsetsBehindLatest", "avgOffsetsBehindLatest")
+
+
+def offsets_behind_latest(progress: Mapping | str) -> list[dict[str, float] | None]:
+    """Per source of a progress, how many offsets its batch end is behind the log end:
+    ``{"minOffsetsBehindLatest", "maxOffsetsBehindLatest", "avgOffsetsBehindLatest"}`` (None:
+    the source does not say). Spark's own Kafka source puts them in the source's ``metrics``;
+    a Python data source cannot (PySpark 4.3 has no hook for it), so jetkafka puts them in
+    its reported ``latestOffset``, where this finds them."""
+    if isinstance(progress, str):
+        progress = json.loads(progress)
+    out: list[dict[str, float] | None] = []
+    for source in progress.get("sources") or []:
+        found = {k: float(v) for k, v in (source.get("metrics") or {}).items() if k in BEHIND_METRICS}
+        if not found and source.get("latestOffset"):
+            try:
+                latest = json.loads(source["latestOffset"])
+            except (TypeError, ValueError):
+                latest = None
+            if isinstance(latest, Mapping):
+                found = {k: float(latest[k]) for k in BEHIND_METRICS if k in latest}
+        out.append(found or None)
+    return out
 
 
 def batch_progress(progress: Mapping | str) -> BatchProgress:

@@ -157,22 +157,28 @@ def test_watermark_never_goes_back_across_restart(jk, kafka_bootstrap, kafka_top
 
 
 @pytest.mark.parametrize("policy", ["drop", "keep"])
-def test_late_records_are_counted(jk, kafka_bootstrap, kafka_topic, tmp_path, policy):
+def test_late_records_are_judged_against_w_and_counted(jk, kafka_bootstrap, kafka_topic, tmp_path, policy):
+    """Out of order within the partition is on time until W passes it (Jet's rule): the first
+    run's 15 follows 20 and is delivered whole; in the second run W is 30 (lag 0), so 15 and 5
+    are late — flagged and kept by default, stubs with ``drop``."""
     topic = kafka_topic(1)
-    stamps = [10, 20, 15, 30, 5, 31]
+    first, second = [10, 20, 15, 30], [15, 5, 31]
     produce(kafka_bootstrap, topic, [(0, f"k{i}".encode(), f"v{i}".encode(), BASE_TS + s * 1000)
-                                     for i, s in enumerate(stamps)])
-    df = read_kafka_stream(jk, options(kafka_bootstrap, topic, **{"watermark.lateRecords": policy}),
-                           metrics_name=f"m_{uuid.uuid4().hex[:6]}")
-    query, rows = collect_available_now(df, tmp_path / "ck")
-    name = next(iter(query.lastProgress["observedMetrics"]))
+                                     for i, s in enumerate(first)])
+    opts = options(kafka_bootstrap, topic, **{"watermark.lateRecords": policy})
+    name = f"m_{uuid.uuid4().hex[:6]}"
+    _, rows1 = collect_available_now(read_kafka_stream(jk, opts, metrics_name=name), tmp_path / "ck")
+    assert not any(r.late for r in rows1) and sorted(r.key for r in rows1) == [b"k0", b"k1", b"k2", b"k3"]
+    produce(kafka_bootstrap, topic, [(0, f"k{i}".encode(), f"v{i}".encode(), BASE_TS + s * 1000)
+                                     for i, s in enumerate(second, start=len(first))])
+    query, rows = collect_available_now(read_kafka_stream(jk, opts, metrics_name=name), tmp_path / "ck")
     metrics = query.lastProgress["observedMetrics"][name]
     assert metrics["lateRecords"] == 2
     late = sorted((r.offset, r.key, r.heartbeat) for r in rows if r.late)
     if policy == "drop":  # payload dropped, the stub is a heartbeat row that can be counted
-        assert late == [(2, None, True), (4, None, True)] and metrics["records"] == 4
+        assert late == [(4, None, True), (5, None, True)] and metrics["records"] == 1
     else:
-        assert late == [(2, b"k2", False), (4, b"k4", False)] and metrics["records"] == 6
+        assert late == [(4, b"k4", False), (5, b"k5", False)] and metrics["records"] == 3
 
 
 def test_transaction_markers_and_aborted_records_do_not_move_max_ts(jk, kafka_bootstrap, kafka_topic,

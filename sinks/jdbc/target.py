@@ -81,6 +81,7 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
             check_unique_keys(conn, options)
         if options.commit in (TWO_PHASE, TASK):
             ensure_marker_table(conn, options.marker_table)
+            check_trusted(conn, options.marker_table, "marker table (option markerTable)")
         check_dead_letter_table(conn, options)
     return PostgresTarget(options, tuple(schema.fieldNames()))
 
@@ -153,6 +154,7 @@ def check_dead_letter_table(conn: psycopg.Connection, options: JdbcSinkOptions) 
     columns = table_columns(conn, table)
     if columns is None:
         return
+    check_trusted(conn, table, DEAD_LETTER_WHAT)
     missing = [c for c in DEAD_LETTER_COLUMNS if c not in {col.name for col in columns}]
     if missing:
         raise SinkError(f"the dead-letter table {table} (option deadLetterTable) exists without the columns "
@@ -170,6 +172,7 @@ def ensure_dead_letter_table(options: JdbcSinkOptions) -> None:
         return
     with connect(options) as conn:
         if _regclass(conn, table) is not None:
+            check_trusted(conn, table, DEAD_LETTER_WHAT)
             _dead_letter_tables.add((options.conninfo, table))
             return
         try:
@@ -184,7 +187,55 @@ def ensure_dead_letter_table(options: JdbcSinkOptions) -> None:
             raise SinkError(f"jetjdbc: PostgreSQL refused rows for table {options.table}, and the "
                             f"dead-letter table {table} for them cannot be created: {why}. Create it, "
                             f"choose another (option deadLetterTable), or set onRejected=fail") from None
+        check_trusted(conn, table, DEAD_LETTER_WHAT)  # another role may have created it first
     _dead_letter_tables.add((options.conninfo, table))
+
+
+DEAD_LETTER_WHAT = "dead-letter table (option deadLetterTable)"
+TRUST_RULE = ("jetjdbc writes only to a marker or dead-letter table owned by the sink's role (or a role it "
+              "is a member of), without triggers and without row-level security")
+_TRUST_SQL = """
+    WITH RECURSIVE mine(oid) AS (
+        SELECT oid FROM pg_roles WHERE rolname = current_user
+        UNION SELECT m.roleid FROM pg_auth_members m JOIN mine ON m.member = mine.oid)
+    SELECT c.relowner::regrole::text, c.relowner IN (SELECT oid FROM mine), c.relkind::text,
+           ARRAY(SELECT t.tgname::text FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal
+                 ORDER BY 1),
+           c.relrowsecurity OR c.relforcerowsecurity
+               OR EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid),
+           current_user::text
+    FROM pg_class c WHERE c.oid = %s"""
+
+
+def check_trusted(conn: psycopg.Connection, table: TableName, what: str) -> None:
+    """Refuse a marker or dead-letter table that another role could have planted or can change:
+    it must be a plain table owned by the session's role or a role it is a member of (by
+    ``GRANT``, not by being superuser), with no user trigger and no row-level security. Where
+    another role can create tables in the schema (``public`` up to PostgreSQL 14), a planted
+    table's trigger would run as the sink's role on every insert, and a forged marker would
+    make recovery skip a batch."""
+    row = conn.execute(_TRUST_SQL, (_regclass(conn, table),)).fetchone()
+    if row is None:
+        return  # dropped meanwhile: created again when needed, and checked then
+    owner, owned, kind, triggers, row_security, role = row
+    problems = []
+    if not owned:
+        problems.append(f"is owned by role {owner}, not by the sink's role {role} or a role it is "
+                        f"a member of")
+    if kind != "r":
+        problems.append(f"is not a plain table (relkind {kind!r})")
+    if triggers:
+        problems.append(f"has the trigger(s) {', '.join(triggers)}")
+    if row_security:
+        problems.append("has row-level security enabled or policies")
+    if problems:
+        raise SinkError(
+            f"jetjdbc refuses the {what} {table}: it {'; it '.join(problems)}. {TRUST_RULE}: another role's "
+            f"table could run code as {role} on every insert or forge markers that make recovery skip a "
+            f"batch. Drop it (jetjdbc creates its own), or check it and make it so (ALTER TABLE … OWNER "
+            f"TO {role}; DROP TRIGGER; ALTER TABLE … DISABLE ROW LEVEL SECURITY), or choose another "
+            f"table; and keep other roles from creating tables in the schema "
+            f"(REVOKE CREATE ON SCHEMA public FROM PUBLIC)")
 
 
 def _regclass(conn: psycopg.Connection, table: TableName) -> int | None:

@@ -2,15 +2,23 @@
 
 PySpark's own server (``org.apache.spark.sql.connect.service.SparkConnectServer``, what
 ``sbin/start-connect-server.sh`` runs) started with ``spark-submit`` on 127.0.0.1, in a
-JVM of its own: clients reach it as ``sc://127.0.0.1:<port>`` and share nothing with it
+JVM of its own: clients reach it as ``sc://localhost:<port>/;token=…`` and share nothing with it
 but the network, as with a remote server. Its Python workers run this interpreter
 (``PYSPARK_PYTHON`` in the server's environment), so jetspark's formats and windows are
 installed on the server (README, "Spark Connect").
+
+A Connect server runs any code its clients send, so this one binds the loopback interface
+only and asks every client for a token it makes at start (``spark.connect.authenticate.token``,
+given in the server's environment as ``SPARK_CONNECT_AUTHENTICATE_TOKEN``, not on its command
+line): the endpoint is ``sc://localhost:<port>/;token=<token>``. PySpark's client sends the
+token over plaintext gRPC only to ``localhost`` (local credentials); to any other host it
+needs TLS (``use_ssl=true``), which the server does not do itself: a TLS proxy in front.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,8 +50,11 @@ def start(
     *,
     master: str = "local[2]",
     conf: Mapping[str, str] | None = None,
+    token: str | None = None,
 ) -> ServiceRecord:
-    """Start the server; ready when its gRPC port accepts connections. Endpoint ``sc://…``."""
+    """Start the server; ready when its gRPC port accepts connections. Endpoint
+    ``sc://localhost:<port>/;token=<token>`` (``token``: a new random one by default)."""
+    token = token or secrets.token_urlsafe(24)
     ports = ports or {"grpc": free_port()}
     ensure_port_free(ports["grpc"], NAME)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -61,7 +72,8 @@ def start(
     # The environment variable, not spark.pyspark.python: PySpark 4.3's Connect planner runs the
     # Python functions of Connect clients (the windows' stages) with $PYSPARK_PYTHON only.
     env = {"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+           "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+           "SPARK_CONNECT_AUTHENTICATE_TOKEN": token}
     server = spawn(argv, log=data_dir / "server.log", env=env, cwd=data_dir)
 
     def listening() -> None:
@@ -69,4 +81,5 @@ def start(
             raise ServiceError(f"{NAME}: port {ports['grpc']} not open yet")
 
     wait_ready(NAME, server, listening, timeout_s=180)
-    return ServiceRecord(NAME, f"sc://127.0.0.1:{ports['grpc']}", str(data_dir), dict(ports), (server,))
+    endpoint = f"sc://localhost:{ports['grpc']}/;token={token}"
+    return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (server,))

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import uuid
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -243,3 +244,95 @@ def probe(bootstrap: str, timeout_s: float = 10.0) -> None:
             raise ServiceError(f"kafka: consume round trip failed: {msg and msg.error()}")
     finally:
         consumer.close()
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """A KRaft cluster of combined broker+controller nodes (ids 1…n) on fixed local ports, so a
+    node can be killed and started again on its own ports and data dir."""
+
+    cluster_id: str
+    brokers: tuple[int, ...]
+    controllers: tuple[int, ...]
+    min_insync_replicas: int = 2
+
+    @classmethod
+    def new(cls, nodes: int = 3, min_insync_replicas: int = 2) -> ClusterLayout:
+        return cls(new_cluster_id(), tuple(free_port() for _ in range(nodes)),
+                   tuple(free_port() for _ in range(nodes)), min_insync_replicas)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{port}" for port in self.brokers)
+
+
+def _cluster_properties(layout: ClusterLayout, node_id: int, data_dir: Path) -> str:
+    """One node's settings: every topic (internal ones too) replicated to all nodes, one
+    partition each for transactions and groups (one broker coordinates them all)."""
+    n = len(layout.brokers)
+    port, controller = layout.brokers[node_id - 1], layout.controllers[node_id - 1]
+    voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, c in enumerate(layout.controllers))
+    isr = layout.min_insync_replicas
+    return f"""\
+process.roles=broker,controller
+node.id={node_id}
+controller.quorum.voters={voters}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs={data_dir / "log"}
+num.partitions=1
+default.replication.factor={n}
+min.insync.replicas={isr}
+offsets.topic.replication.factor={n}
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor={n}
+transaction.state.log.min.isr={isr}
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor={n}
+share.coordinator.state.topic.min.isr={isr}
+group.initial.rebalance.delay.ms=0
+unclean.leader.election.enable=false
+"""
+
+
+def start_cluster_node(layout: ClusterLayout, node_id: int, data_dir: Path, *, heap: str = "512m",
+                       wait: bool = True) -> ServiceRecord:
+    """Start node ``node_id`` of ``layout`` in ``data_dir`` (formatting its storage on first
+    start). ``wait``: until the cluster lists it as a broker (a first start of the cluster
+    needs a quorum: start every node with ``wait=False``, then :func:`wait_cluster_node`)."""
+    libs = libs_dir()
+    for port in (layout.brokers[node_id - 1], layout.controllers[node_id - 1]):
+        ensure_port_free(port, NAME)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    props = data_dir / "server.properties"
+    write_nofollow(props, _cluster_properties(layout, node_id, data_dir))
+    if not (data_dir / "log" / "meta.properties").exists():
+        fmt = subprocess.run(
+            _java(libs, "kafka.tools.StorageTool", "format", "-t", layout.cluster_id, "-c", str(props)),
+            capture_output=True, text=True, check=False,
+        )
+        if fmt.returncode != 0:
+            raise ServiceError(f"kafka: formatting node {node_id}'s storage failed:\n"
+                               f"{fmt.stdout}{fmt.stderr}")
+    proc = spawn(_java(libs, "kafka.Kafka", str(props), heap=heap), log=data_dir / "kafka.log")
+    ports = {"broker": layout.brokers[node_id - 1], "controller": layout.controllers[node_id - 1]}
+    record = ServiceRecord(f"{NAME}-{node_id}", f"127.0.0.1:{ports['broker']}", str(data_dir), ports, (proc,))
+    if wait:
+        wait_cluster_node(layout, node_id, record)
+    return record
+
+
+def wait_cluster_node(layout: ClusterLayout, node_id: int, record: ServiceRecord,
+                      timeout_s: float = 120) -> None:
+    """Until the node, asked directly, lists itself among the cluster's brokers."""
+    from confluent_kafka.admin import AdminClient
+
+    def registered() -> None:
+        admin = AdminClient({"bootstrap.servers": record.endpoint, "log_level": 0, "socket.timeout.ms": 2000})
+        if node_id not in admin.list_topics(timeout=3).brokers:
+            raise ServiceError(f"kafka: node {node_id} is not registered yet")
+
+    wait_ready(record.name, record.processes[0], registered, timeout_s=timeout_s)

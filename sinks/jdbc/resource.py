@@ -1,6 +1,13 @@
 """PostgreSQL as a :class:`TransactionalResource`: COPY, a marker row, PREPARE TRANSACTION.
 
-Global transaction ids (gids) are deterministic: ``jetspark:<sink>:<batch>:<partition>:<attempt>``.
+Global transaction ids (gids) are ``jetspark:<sink>:<batch>:<partition>:<attempt>:<nonce>``, the
+nonce 128 random bits drawn when the transaction is prepared: any role can PREPARE TRANSACTION
+under any gid, and a predictable one could be taken first to make the task's PREPARE fail on
+every attempt. The driver commits the exact gid a task reported. Recovery (a task's leftovers,
+the driver's strays) finds gids by their prefix and acts only on those prepared by the sink's
+own role (the ``owner`` of ``pg_prepared_xacts``): another role's transaction under a gid like
+ours is neither committed nor rolled back, nor taken for a partition's. Gids of the earlier
+form, without a nonce, are still recognised (leftovers of a query started before).
 The marker's primary key (sink, batch, partition) means at most one transaction per
 partition can be prepared at a time, and at most one ever commits: a second attempt's
 marker insert waits for the first and then fails if the first committed.
@@ -11,6 +18,8 @@ marker insert waits for the first and then fails if the first committed.
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,6 +33,7 @@ from jetspark.sinks.jdbc.target import MARKER_COLUMNS, PostgresTarget, connect
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
 
 GID_PREFIX = "jetspark"
+_NONCE_RE = re.compile(r"[0-9a-f]{32}")
 LOCK_WAIT_S = 60
 """How long a task's transaction waits for a lock before it fails. Two attempts of one
 partition that both prepared would otherwise wait for each other forever when they belong to
@@ -31,8 +41,9 @@ two drivers on one checkpoint (each driver waits for its other task; PostgreSQL 
 deadlock through a prepared transaction)."""
 
 
-def gid_of(key: PartitionKey) -> str:
-    return f"{_partition_prefix(key)}{key.attempt}"
+def gid_of(key: PartitionKey, nonce: str | None = None) -> str:
+    """The gid of ``key``'s transaction: a fresh random nonce unless ``nonce`` is given."""
+    return f"{_partition_prefix(key)}{key.attempt}:{nonce if nonce is not None else secrets.token_hex(16)}"
 
 
 def _partition_prefix(key: PartitionKey) -> str:
@@ -42,7 +53,9 @@ def _partition_prefix(key: PartitionKey) -> str:
 def parse_gid(gid: str) -> PartitionKey | None:
     """The key a gid of ours was built from; None for other transactions' gids."""
     parts = gid.split(":")
-    if len(parts) != 5 or parts[0] != GID_PREFIX:
+    if len(parts) not in (5, 6) or parts[0] != GID_PREFIX:  # 5: without a nonce (earlier versions)
+        return None
+    if len(parts) == 6 and not _NONCE_RE.fullmatch(parts[5]):
         return None
     try:
         return PartitionKey(parts[1], int(parts[2]), int(parts[3]), int(parts[4]))
@@ -58,6 +71,7 @@ class PostgresResource(TransactionalResource):
         self.supports_remote_commit = two_phase
         self._conn: psycopg.Connection | None = None
         self._key: PartitionKey | None = None
+        self._gid: str | None = None
         self._copy: RejectingCopy | None = None
 
     @property
@@ -97,7 +111,7 @@ class PostgresResource(TransactionalResource):
                 sql.SQL("INSERT INTO {} ({}) VALUES (%s, %s, %s, %s, %s)").format(
                     self.target.marker_sql, sql.SQL(MARKER_COLUMNS)),
                 (key.sink_id, key.batch_id, key.partition_id, key.attempt, self._require_copy().rows))
-        gid = gid_of(key)
+        gid = self._gid = gid_of(key)
         if self.supports_remote_commit:
             self.conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
             self._key = None
@@ -119,7 +133,7 @@ class PostgresResource(TransactionalResource):
 
     # -- either side -----------------------------------------------------------------------
     def commit(self, handle: str) -> None:
-        if self._key is not None and handle == gid_of(self._key):  # the task's own transaction
+        if self._key is not None and handle == self._gid:  # the task's own transaction
             self.conn.execute("COMMIT")
             self._key = None
             return
@@ -186,10 +200,12 @@ class PostgresResource(TransactionalResource):
         return row is not None
 
     def _prepared_gids(self, prefix: str) -> list[str]:
+        """Our prepared transactions under ``prefix``: of this database, prepared by this role,
+        in our form. Another role's under a gid like ours are not ours to finish."""
         rows = self.conn.execute(
             "SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
-            "AND starts_with(gid, %s) ORDER BY gid", (prefix,)).fetchall()
-        return [gid for (gid,) in rows]
+            "AND owner = current_user AND starts_with(gid, %s) ORDER BY gid", (prefix,)).fetchall()
+        return [gid for (gid,) in rows if parse_gid(gid) is not None]
 
 
 def pending_transactions(target: PostgresTarget, sink_id: str | None = None) -> list[str]:

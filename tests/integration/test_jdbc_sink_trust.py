@@ -1,8 +1,10 @@
-"""jetjdbc's marker and dead-letter tables against a second PostgreSQL role that can create
-tables in the sink's schema (as every role can in ``public`` up to PostgreSQL 14)."""
+"""jetjdbc against a second PostgreSQL role: one that can create tables in the sink's schema (as
+every role can in ``public`` up to PostgreSQL 14) plants marker and dead-letter tables; any role
+can PREPARE TRANSACTION under a gid like the sink's."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections import Counter
 
@@ -134,3 +136,57 @@ def test_tables_of_a_role_the_sink_is_a_member_of_are_trusted(pg_dsn, schema, ot
     with PostgresResource(target, two_phase=False) as resource:
         message = write_partition(resource, PartitionKey("q", 0, 0, 0), iter([_batch([1, 2])]))
     assert message.rows == 2 and id_counts(pg_dsn, schema, "events") == Counter([1, 2])
+
+
+@pytest.fixture
+def sink_role(pg_dsn, schema):
+    """The sink's own role, no superuser (a superuser may finish any role's prepared transaction)."""
+    role, password = f"jet_sink_{uuid.uuid4().hex[:10]}", uuid.uuid4().hex
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+            sql.Identifier(role), sql.Literal(password)))
+        conn.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA {} TO {}").format(
+            sql.Identifier(schema), sql.Identifier(role)))
+    yield role, password
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP OWNED BY {0} CASCADE; DROP ROLE {0}").format(sql.Identifier(role)))
+
+
+def test_a_gid_squatted_by_another_role_neither_stalls_nor_misleads_the_sink(pg_dsn, schema, other,
+                                                                            sink_role):
+    """Another role prepares transactions under the gids the partition's would have had (the
+    earlier predictable form, and one in the new form with a made-up nonce): the task prepares
+    its own, recovery and the driver's stray rollback leave the squatters alone, and the batch
+    commits once."""
+    from jetspark.sinks.jdbc.resource import gid_of, parse_gid
+    from jetspark.sinks.transactional import commit_batch
+
+    role, password = sink_role
+    sink = f"sq{uuid.uuid4().hex[:8]}"
+    key = PartitionKey(sink, 0, 0, 0)
+    squatted = [f"jetspark:{sink}:0:0:0", gid_of(key, "0" * 32), f"jetspark:{sink}:0:1:0"]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(other)))
+        for gid in squatted:
+            conn.execute("BEGIN")
+            conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+    try:
+        options = JdbcSinkOptions.parse({"url": pg_dsn, "table": f"{schema}.sq", "createTable": "true",
+                                         "user": role, "password": password})
+        target = prepare_target(options, ids_schema(), False)
+        with PostgresResource(target, two_phase=True) as resource:
+            message = write_partition(resource, key, iter([_batch([1, 2, 3])]))
+        assert parse_gid(message.handle) == key and message.handle not in squatted
+        with PostgresResource(target, two_phase=True) as driver:
+            commit_batch(driver, [message], 0)
+            assert not driver.recover(PartitionKey(sink, 0, 1, 0))  # not ours: not a leftover
+        assert id_counts(pg_dsn, schema, "sq") == Counter([1, 2, 3])
+        with psycopg.connect(pg_dsn) as conn:
+            left = conn.execute("SELECT gid, owner FROM pg_prepared_xacts WHERE starts_with(gid, %s) "
+                                "ORDER BY 1", (f"jetspark:{sink}:",)).fetchall()
+        assert left == sorted((gid, other) for gid in squatted)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            for gid in squatted:
+                with contextlib.suppress(psycopg.errors.UndefinedObject):
+                    conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pyarrow as pa
 import pytest
@@ -71,11 +72,15 @@ def test_credentials_never_in_repr_or_messages():
     assert "pw123" not in str(e.value)
 
 
-def test_gid_round_trip():
+def test_gid_round_trip_with_an_unguessable_nonce():
     key = PartitionKey("3fe81d21-79f9.x_y", 12, 3, 1)
-    assert gid_of(key) == "jetspark:3fe81d21-79f9.x_y:12:3:1"
-    assert parse_gid(gid_of(key)) == key
+    gid = gid_of(key)
+    assert re.fullmatch(r"jetspark:3fe81d21-79f9\.x_y:12:3:1:[0-9a-f]{32}", gid)
+    assert gid != gid_of(key)  # 128 random bits each time: no other role can take it first
+    assert parse_gid(gid) == key
+    assert parse_gid("jetspark:3fe81d21-79f9.x_y:12:3:1") == key  # the earlier form, without a nonce
     assert parse_gid("someone-else:1") is None and parse_gid("jetspark:a:b:c:d") is None
+    assert parse_gid("jetspark:a:1:2:3:not-a-nonce") is None
 
 
 SCHEMA = T.StructType([

@@ -5,8 +5,10 @@ Partition layout (with ``P`` partitions, vehicles assigned round-robin to partit
 - partition 1 runs ``SKEW_S`` (45 s) behind the others in event time;
 - the last partition goes idle half-way: :func:`split_phases` leaves it out of the second
   half, which the demo produces after the first half has been processed;
-- partition 0 gets ``LATE`` records stamped ``LATE_BY_S`` behind its newest record — more
-  than the watermark lag, so they are late by any watermark;
+- partition 0 gets ``LATE`` records in the second half stamped ``LATE_BY_S`` before the
+  stream's first event time: once the first half is read, they are behind the coalesced
+  watermark, and every window they belong to has been emitted (lateness is judged against
+  the coalesced watermark, docs/design.md, "Watermarks"), so they count in no window;
 - partition 2 (or 0) gets ``MALFORMED`` values that are not JSON.
 
 Record timestamps are the event times, and recent: Kafka's retention would delete records
@@ -65,8 +67,8 @@ def generate(records: int, partitions: int, duration_s: int, seed: int = 7,
         offset_ms = -SKEW_S * 1000 if p == 1 else 0
         count = per_partition
         step = duration_s * 1000 / per_partition
-        newest = None
-        late_at = set(rng.sample(range(count // 4, count), min(LATE, count // 2))) if p == 0 else set()
+        half = count // 2
+        late_at = set(rng.sample(range(half, count), min(LATE, count - half))) if p == 0 else set()
         bad_p = 2 if partitions > 2 else 0
         bad_at = set(rng.sample(range(count), min(MALFORMED, count))) if p == bad_p else set()
         for i in range(count):
@@ -76,15 +78,14 @@ def generate(records: int, partitions: int, duration_s: int, seed: int = 7,
                 out.append(Record(p, ts, b'{"vehicle": "' + v.encode() + b'", "speed": oops',
                                   phase=0 if i < count // 2 else 1))
                 continue
-            late = i in late_at and newest is not None
+            late = i in late_at
             if late:
-                ts = newest - LATE_BY_S * 1000
+                ts = start - LATE_BY_S * 1000
             speed[v] = min(130.0, max(0.0, speed[v] + rng.uniform(-3, 3)))
             s = round(speed[v], 2)
             value = json.dumps({"vehicle": v, "speed": s, "lat": round(52.5 + rng.random() / 100, 5),
                                 "lon": round(13.4 + rng.random() / 100, 5)}).encode()
             out.append(Record(p, ts, value, v, s, late, phase=0 if i < count // 2 else 1))
-            newest = ts if newest is None else max(newest, ts)
     return out
 
 

@@ -1,13 +1,22 @@
 # The two commands of the README: `make demo` and `make test`. Both set up a fresh
-# machine first (scripts/bootstrap.sh: apt packages, .venv, Kafka jars).
+# machine first with what they need and is missing (scripts/bootstrap.sh TARGET: apt packages,
+# .venv, Kafka jars; with services given by the JETSPARK_* variables, `make demo` installs no
+# service package). `make docs` builds the documentation site into site/.
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap test soak demo demo-cluster lint services-up services-env services-down bench
+.PHONY: bootstrap bootstrap-demo bootstrap-docs test soak demo demo-cluster docs lint services-up \
+	services-env services-down bench
 
 bootstrap:
-	bash scripts/bootstrap.sh
+	bash scripts/bootstrap.sh test
+
+bootstrap-demo:
+	bash scripts/bootstrap.sh demo
+
+bootstrap-docs:
+	bash scripts/bootstrap.sh docs
 
 test: bootstrap
 	$(BIN)/ruff check .
@@ -20,8 +29,12 @@ soak: bootstrap
 	$(BIN)/pytest -m soak tests/soak $(PYTEST_ARGS)
 	for i in $$(seq $(SOAK_REPEAT)); do $(BIN)/pytest -q tests/integration/test_two_drivers.py $(PYTEST_ARGS) || exit 1; done
 
-demo: bootstrap
+demo: bootstrap-demo
 	$(BIN)/jetspark demo $(DEMO_ARGS)
+
+# The documentation site (docs/, mkdocs.yml): strict, so a broken link or anchor fails it.
+docs: bootstrap-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The demo submitted to a local standalone cluster (master + 2 workers); services stay up
 # afterwards (`make services-down` stops them).

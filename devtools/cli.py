@@ -108,8 +108,22 @@ def _inspect(args: argparse.Namespace) -> int:
         return 0
 
 
+def version_text() -> str:
+    """``jetspark --version``: jetspark's version (pyproject.toml's, as installed), PySpark's, Python's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import jetspark
+
+    try:
+        pyspark = version("pyspark")
+    except PackageNotFoundError:
+        pyspark = "not installed"
+    return f"jetspark {jetspark.__version__} (PySpark {pyspark}, Python {sys.version.split()[0]})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jetspark", description=__doc__)
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)
 
     svc = sub.add_parser("services", help="local Kafka, PostgreSQL and RabbitMQ on 127.0.0.1")

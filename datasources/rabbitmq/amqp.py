@@ -23,7 +23,7 @@ import ssl
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -40,6 +40,10 @@ ACCESS_REFUSED = 403
 MAX_NESTING = 64
 """Deepest nesting of tables and arrays in a header table that is decoded; a deeper one is
 not (its message keeps its ID and timestamp, its headers are marked malformed)."""
+
+HEADER_COST = 20
+"""Memory of a decoded header table per byte on the wire, at most (measured: an array of
+decimals takes 19 times its wire size as Python objects, a table of tiny entries 12-18)."""
 
 _HDR = struct.Struct(">BHI")  # frame type, channel, payload size
 _IDS = struct.Struct(">HH")  # class id, method id
@@ -91,6 +95,16 @@ class Properties:
     headers: dict[str, Any] | None = None
     headers_malformed: bool = False
     """The header table was not decoded (nested deeper than :data:`MAX_NESTING`); ``headers`` is None."""
+    headers_bytes: int = field(default=0, compare=False)
+    """The header table's size on the wire (its decoded objects take up to :data:`HEADER_COST` times that)."""
+    dropped_body: int | None = None
+    """The body's size when it was over the connection's ``max_body_bytes`` and not kept (the
+    delivery's body is then empty)."""
+
+    @property
+    def memory(self) -> int:
+        """An estimate of the memory the decoded properties take beyond a body: the header table's."""
+        return HEADER_COST * self.headers_bytes
 
 
 OnDelivery = Callable[[int, bytes, Properties, str, str, bool], None]
@@ -237,6 +251,7 @@ def decode_properties(data: bytes, pos: int, flags: int) -> Properties:
         if flags & flag:
             pos += size or 1 + data[pos]
     if flags & _P_HEADERS:
+        props.headers_bytes = 4 + _U32.unpack_from(data, pos)[0]
         try:
             props.headers, pos = decode_table(data, pos)
         except TooDeep:  # its size is known: skip it, keep the message
@@ -276,6 +291,9 @@ class Connection:
         self.on_delivery: OnDelivery | None = None
         self.heartbeat_s = 0
         self.frame_max = 131_072
+        self.max_body_bytes: int | None = None
+        """A body announced larger than this is not kept: its frames are skipped, the delivery
+        comes with an empty body and ``Properties.dropped_body`` (option ``maxMessageSize``)."""
         self._sock: socket.socket | None = None
         self._selector: selectors.BaseSelector | None = None
         self._rest = b""
@@ -376,6 +394,11 @@ class Connection:
 
     def ack(self, delivery_tag: int, multiple: bool = False) -> None:
         self._send(method_frame(60, 80, struct.pack(">QB", delivery_tag, multiple)))
+
+    def reject(self, delivery_tag: int) -> None:
+        """``Basic.Reject`` without requeue: the broker dead-letters the message (to the queue's
+        ``x-dead-letter-exchange``) or, without one, drops it."""
+        self._send(method_frame(60, 90, struct.pack(">QB", delivery_tag, False)))
 
     def process(self, time_limit: float) -> int:
         """Read what arrives within ``time_limit`` seconds (0: only what is there already),
@@ -487,7 +510,8 @@ class Connection:
                 raise ConnectionLost("malformed AMQP frame (no frame end)")
             content = self._content
             if kind == FRAME_BODY and content is not None:
-                content[6].append(data[start:end])
+                if content[1].dropped_body is None:
+                    content[6].append(data[start:end])
                 content[5] -= size
                 if content[5] <= 0:
                     self._deliver()
@@ -505,8 +529,10 @@ class Connection:
                     self._on_method(ids, data[start:end])
             elif kind == FRAME_HEADER and content is not None:
                 _cls, _weight, body_size, flags = _HEADER.unpack_from(data, start)
-                content[1] = decode_properties(data, start + 14, flags) if flags else Properties()
+                content[1] = props = decode_properties(data, start + 14, flags) if flags else Properties()
                 content[5] = body_size
+                if self.max_body_bytes is not None and body_size > self.max_body_bytes:
+                    props.dropped_body = body_size
                 if body_size == 0:
                     self._deliver()
             pos = end + 1

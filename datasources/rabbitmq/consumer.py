@@ -53,13 +53,19 @@ class Delivery:
     exchange: str
     redelivered: bool
 
+    @property
+    def size(self) -> int:
+        """The bytes it counts for in ``bufferMemory`` and ``maxBytesPerTrigger``: its body and
+        an estimate of its decoded header table (:data:`.amqp.HEADER_COST` times its wire size)."""
+        return len(self.body) + self.properties.memory
+
 
 class QueueConsumer:
     """A reconnecting consumer of ``queue`` whose deliveries are acked explicitly."""
 
     def __init__(
         self, url: str | AmqpEndpoint, queue: str, prefetch: int, *, reconnect_timeout_s: float = 60.0,
-        display_url: str | None = None, buffer_bytes: int = 256 << 20,
+        display_url: str | None = None, buffer_bytes: int = 256 << 20, max_body_bytes: int | None = None,
     ) -> None:
         self.endpoint = url if isinstance(url, AmqpEndpoint) else AmqpEndpoint(url)
         url = self.endpoint.url
@@ -72,7 +78,10 @@ class QueueConsumer:
         self._conn: Connection | None = None
         self._buffer: deque[Delivery] = deque()
         self.buffer_bytes = buffer_bytes
-        """Bound of the buffered bodies: past it the socket is not read (TCP holds the broker back)."""
+        """Bound of the buffered deliveries' :attr:`Delivery.size`: past it the socket is not read
+        (TCP holds the broker back)."""
+        self.max_body_bytes = max_body_bytes
+        """A body larger than this is not kept (:attr:`.amqp.Properties.dropped_body`)."""
         self._buffered_bytes = [0]
         self._unacked: set[int] = set()
         self._lock = threading.RLock()
@@ -129,6 +138,7 @@ class QueueConsumer:
     def _open_channel(self) -> tuple[Connection, int]:
         """A new connection (and channel) on the queue, with the queue's ready count."""
         conn = Connection(self.endpoint)
+        conn.max_body_bytes = self.max_body_bytes
         try:
             conn.open()
             try:
@@ -155,8 +165,9 @@ class QueueConsumer:
 
             def on_delivery(tag, body, properties, routing_key, exchange, redelivered) -> None:
                 unacked.add(tag)
-                size[0] += len(body)
-                buffer.append(Delivery(generation, tag, body, properties, routing_key, exchange, redelivered))
+                delivery = Delivery(generation, tag, body, properties, routing_key, exchange, redelivered)
+                size[0] += delivery.size
+                buffer.append(delivery)
 
             conn.consume(self.queue, on_delivery)
         except BaseException:
@@ -219,7 +230,7 @@ class QueueConsumer:
     ) -> list[Delivery]:
         """Up to ``max_count`` deliveries: those buffered plus what arrives without a pause
         longer than ``poll_timeout_s`` (``first_wait_s`` for the first one when none is buffered);
-        with ``max_bytes``, no more than their bodies fit in (but one delivery larger than that
+        with ``max_bytes``, no more than their sizes fit in (but one delivery larger than that
         when ``oversize_first``: a message larger than the bound must still go somewhere)."""
         with self._held():
             self.ensure_open()
@@ -235,7 +246,7 @@ class QueueConsumer:
             out: list[Delivery] = []
             taken = 0
             while self._buffer and len(out) < max_count:
-                size = len(self._buffer[0].body)
+                size = self._buffer[0].size
                 if max_bytes is not None and taken + size > max_bytes and (out or not oversize_first):
                     break
                 out.append(self._buffer.popleft())
@@ -274,7 +285,7 @@ class QueueConsumer:
             for d in reversed(deliveries):
                 if d.generation == self.generation and d.tag in self._unacked:
                     self._buffer.appendleft(d)
-                    self._buffered_bytes[0] += len(d.body)
+                    self._buffered_bytes[0] += d.size
 
     def buffered(self) -> int:
         return len(self._buffer)
@@ -315,6 +326,22 @@ class QueueConsumer:
             except _CONNECTION_ERRORS as e:
                 log.warning("jetrabbitmq: lost connection while acking (redeliveries are deduped): %s", e)
             return acked
+
+    def reject(self, deliveries: list[Delivery]) -> int:
+        """Reject deliveries of the current channel without requeue (dead-lettered by the
+        broker where the queue has a dead-letter exchange); returns how many were rejected."""
+        with self._held():
+            tags = [d.tag for d in deliveries if d.generation == self.generation and d.tag in self._unacked]
+            if not tags or not self.is_open:
+                return 0
+            try:
+                for t in tags:
+                    self._conn.reject(t)
+                    self._unacked.discard(t)
+            except _CONNECTION_ERRORS as e:  # redelivered, and rejected again
+                log.warning("jetrabbitmq: lost connection while rejecting: %s", e)
+                return 0
+            return len(tags)
 
     def _ack_tags(self, tags: list[int]) -> None:
         top = tags[-1]

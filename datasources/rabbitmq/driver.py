@@ -50,7 +50,7 @@ AVAILABLE_NOW_PATIENCE_S = 10.0
 DUE_PATIENCE_S = 2.0
 """How long a trigger waits for deliveries the queue holds ready before it says "no data"."""
 COUNT_KEYS = ("late", "duplicates", "missingIdDropped", "missingIdHashed", "malformedEventTime",
-              "malformedHeaders")
+              "malformedHeaders", "oversizeRejected")
 
 
 class MissingMessageIdError(JetsparkError):
@@ -88,6 +88,7 @@ class QueueDriver:
         self.consumer = QueueConsumer(
             o.connect_to, o.queue, o.prefetch, reconnect_timeout_s=o.reconnect_timeout_ms / 1000,
             display_url=o.redacted_url(), buffer_bytes=o.buffer_memory_bytes,
+            max_body_bytes=o.max_message_bytes,
         )
         self._dedup: DedupStore | None = None
         self._ranges: list[WalRange] | None = None
@@ -156,8 +157,8 @@ class QueueDriver:
                 break
             if self._budget is not None:
                 self._budget -= len(deliveries)
-            taken_bytes += sum(len(d.body) for d in deliveries)
-            self.consumer.ack(self._select(deliveries, rows, ids, seen))
+            taken_bytes += sum(d.size for d in deliveries)
+            self.consumer.ack(self._select(self._reject_oversize(deliveries), rows, ids, seen))
         if not rows:
             return start
         now = self.clock()
@@ -283,6 +284,21 @@ class QueueDriver:
                 "'fail'; set it to 'null' to keep such messages, their receive time standing in")
         self._counts["malformedEventTime"] += bad
         self._counts["malformedHeaders"] += sum(1 for d in rows if d.properties.headers_malformed)
+
+    def _reject_oversize(self, deliveries: list[Delivery]) -> list[Delivery]:
+        """The deliveries whose bodies were kept; the others (over ``maxMessageSize``) are
+        rejected without requeue and counted. A reject lost with the connection is redone when
+        the message comes back."""
+        oversize = [d for d in deliveries if d.properties.dropped_body is not None]
+        if not oversize:
+            return deliveries
+        o = self.options
+        log.warning("jetrabbitmq: %d message(s) on queue %r have bodies over maxMessageSize (%d bytes; "
+                    "the first: %d bytes): rejected, to the queue's dead-letter exchange if it has one",
+                    len(oversize), o.queue, o.max_message_bytes, oversize[0].properties.dropped_body)
+        self.consumer.reject(oversize)
+        self._counts["oversizeRejected"] += len(oversize)
+        return [d for d in deliveries if d.properties.dropped_body is None]
 
     def _select(
         self, deliveries: list[Delivery], rows: list[Delivery], ids: list[str], seen: set[str]

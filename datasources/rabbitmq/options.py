@@ -31,6 +31,7 @@ KNOWN = (
     "maxBytesPerTrigger",
     "prefetch",
     "bufferMemory",
+    "maxMessageSize",
     "messageId",
     "onMissingMessageId",
     "dedupRetention",
@@ -58,11 +59,17 @@ class RabbitMQOptions:
     wal_location: str
     max_messages_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
-    """A batch stops taking messages once their bodies reach this many bytes (at least one message)."""
+    """A batch stops taking messages once their sizes reach this many bytes (at least one message);
+    a message's size is its body plus 20 times its header table's wire size (their memory)."""
     prefetch: int = 10_000
     buffer_memory_bytes: int = 256 << 20
-    """Bodies the driver reads ahead at most (RabbitMQ ignores AMQP's prefetch-size): past it
-    the consumer stops reading the socket, and TCP holds the broker back."""
+    """Message sizes (as ``maxBytesPerTrigger`` counts them) the driver reads ahead at most
+    (RabbitMQ ignores AMQP's prefetch-size): past it the consumer stops reading the socket,
+    and TCP holds the broker back."""
+    max_message_bytes: int = 128 << 20
+    """``maxMessageSize``: a message whose body is larger is not read into memory; it is
+    rejected without requeue (dead-lettered by the broker where the queue has a dead-letter
+    exchange, else dropped) and counted in ``counts.oversizeRejected``."""
     message_id: str = MESSAGE_ID_PROPERTY
     """``message_id`` (AMQP property), ``header:<name>`` or ``bodyHash``."""
     on_missing_message_id: str = "fail"
@@ -134,6 +141,7 @@ class RabbitMQOptions:
             max_bytes_per_trigger=o.size_bytes("maxBytesPerTrigger", None),  # type: ignore[arg-type]
             prefetch=prefetch,
             buffer_memory_bytes=o.size_bytes("bufferMemory", cls.buffer_memory_bytes),
+            max_message_bytes=o.size_bytes("maxMessageSize", cls.max_message_bytes),
             message_id=message_id,
             on_missing_message_id=o.choice("onMissingMessageId", "fail", ("fail", "hash", "drop")),
             dedup_retention_ms=o.duration_ms("dedupRetention", cls.dedup_retention_ms),
@@ -157,6 +165,8 @@ class RabbitMQOptions:
             raise OptionError("maxBytesPerTrigger", o.get("maxBytesPerTrigger"), "a size of at least 1 byte")
         if parsed.buffer_memory_bytes < 1 << 20:
             raise OptionError("bufferMemory", o.get("bufferMemory"), "a size of at least 1 MB")
+        if parsed.max_message_bytes < 1:
+            raise OptionError("maxMessageSize", o.get("maxMessageSize"), "a size of at least 1 byte")
         if parsed.dedup_memory_bytes < 1 << 20:
             raise OptionError("dedupMemory", o.get("dedupMemory"), "a size of at least 1 MB")
         if parsed.lease_timeout_ms < 1_000:

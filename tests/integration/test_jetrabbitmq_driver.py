@@ -7,6 +7,7 @@ import time
 import pytest
 
 from jetspark.datasources.malformed import MalformedEventTimeError
+from jetspark.datasources.rabbitmq.amqp import HEADER_COST, READ_CHUNK
 from jetspark.datasources.rabbitmq.consumer import QueueConsumer, QueueError
 from jetspark.datasources.rabbitmq.driver import MissingMessageIdError, QueueDriver, WalGapError
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
@@ -300,3 +301,54 @@ def test_header_integers_beyond_2_to_53_are_malformed_event_times(amqp_url, rabb
     d.latest_offset(o1, None)
     assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)  # all acked: nothing comes back
     d.stop()
+
+
+def test_header_tables_count_in_the_read_ahead_bound(amqp_url, rabbit_queue):
+    """Empty bodies with ~100 KB header tables of tiny entries (~2 MB of Python objects each):
+    bufferMemory counts the tables, so the reads stop after about one socket read's worth."""
+    table = {f"k{i}": i for i in range(9_000)}
+    publish(amqp_url, rabbit_queue, [f"m{i}" for i in range(40)], bodies=[b""] * 40, headers=[table] * 40)
+    c = QueueConsumer(amqp_url, rabbit_queue, prefetch=1000, buffer_bytes=1 << 20)
+    c.ensure_open()
+    got = c.fetch(1000, 0.5)
+    wire = got[0].properties.headers_bytes
+    assert wire > 90_000 and got[0].size == HEADER_COST * wire
+    assert 0 < len(got) <= 2 + READ_CHUNK // wire  # the bound (one message fills it) + one socket read
+    c.close()
+
+
+def test_a_body_over_max_message_size_is_dead_lettered_and_the_query_goes_on(amqp_url, tmp_path):
+    """maxMessageSize: the body is never read into memory; the message is rejected without
+    requeue (to the queue's dead-letter exchange), counted, and the others are taken."""
+    import uuid
+
+    import pika
+
+    queue, dlq = f"jet_big_{uuid.uuid4().hex[:8]}", f"jet_dlq_{uuid.uuid4().hex[:8]}"
+    conn = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    ch = conn.channel()
+    ch.queue_declare(dlq, durable=True)
+    ch.queue_declare(queue, durable=True, arguments={"x-dead-letter-exchange": "",
+                                                     "x-dead-letter-routing-key": dlq})
+    try:
+        publish(amqp_url, queue, ["small", "big", "after"], bodies=[b"s" * 10, b"b" * 400_000, b"a" * 10])
+        d = _driver(amqp_url, queue, tmp_path, maxMessageSize="100000")
+        offsets, ids = [d.initial_offset()], []
+        for _ in range(20):  # "after" comes after "big": its batch's counts include the rejection
+            nxt = d.latest_offset(offsets[-1], None)
+            if nxt["seq"] > offsets[-1]["seq"]:
+                ids += _ids(d, offsets[-1], nxt)
+                offsets.append(nxt)
+            if "after" in ids:
+                break
+        assert ids == ["small", "after"] and offsets[-1]["counts"]["oversizeRejected"] == 1
+        d.latest_offset(offsets[-1], None)  # commits: acks
+        assert wait_counts(queue, (0, 0)) == (0, 0)
+        assert wait_counts(dlq, (1, 0)) == (1, 0)
+        _, _, body = ch.basic_get(dlq, auto_ack=True)
+        assert body == b"b" * 400_000  # the broker dead-lettered it whole
+        d.stop()
+    finally:
+        ch.queue_delete(queue)
+        ch.queue_delete(dlq)
+        conn.close()

@@ -284,3 +284,65 @@ def test_nesting_up_to_the_bound_decodes():
         arrays = b"\x01aA" + struct.pack(">I", len(arrays) - 2) + arrays[2:]
     with pytest.raises(TooDeep):
         decode_table(struct.pack(">I", len(arrays)) + arrays, 0)
+
+
+def test_a_body_over_max_body_bytes_is_never_kept():
+    """maxMessageSize: the body frames of a larger message are skipped as they come (the broker
+    announced its size); the delivery comes with an empty body and the announced size."""
+    c = _Collect()
+    c.max_body_bytes = 1000
+    data = (_delivery_frames(1, b"x" * 1000, pika.BasicProperties(message_id="fits"))
+            + _delivery_frames(2, b"y" * 300_000, pika.BasicProperties(message_id="big"))
+            + _delivery_frames(3, b"z", pika.BasicProperties(message_id="after")))
+    c.feed(data, step=4096)
+    assert [(g[0], len(g[1]), g[2].dropped_body) for g in c.got] == [(1, 1000, None), (2, 0, 300_000),
+                                                                      (3, 1, None)]
+
+
+def _tracemalloc_cost(table_bytes: bytes) -> float:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        props = decode_properties(table_bytes, 0, 1 << 13)
+        used = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert props.headers_bytes == len(table_bytes)
+    return used / len(table_bytes)
+
+
+_DECIMAL, _EMPTY_TABLE = b"D\x02\x00\x00\x01\x00", b"F\x00\x00\x00\x00"
+
+
+def _filled(entry, room: int = 131_000) -> bytes:
+    out, i = bytearray(), 0
+    while len(out) < room:
+        out += entry(i)
+        i += 1
+    return struct.pack(">I", len(out)) + bytes(out)
+
+
+def _array(item: bytes, room: int = 131_000) -> bytes:
+    items = item * (room // len(item))
+    entry = b"\x01aA" + struct.pack(">I", len(items)) + items
+    return struct.pack(">I", len(entry)) + entry
+
+
+def _key(i: int) -> bytes:
+    return bytes([len(str(i))]) + str(i).encode()
+
+
+@pytest.mark.parametrize("table", [
+    pytest.param(_filled(lambda i: _key(i) + b"V"), id="table of keys without values"),
+    pytest.param(_filled(lambda i: _key(i) + _DECIMAL), id="table of decimals"),
+    pytest.param(_filled(lambda i: _key(i) + _EMPTY_TABLE), id="table of empty tables"),
+    pytest.param(_array(_DECIMAL), id="array of decimals"),
+    pytest.param(_array(_EMPTY_TABLE), id="array of empty tables"),
+])
+def test_a_header_table_takes_at_most_header_cost_times_its_wire_size(table):
+    """bufferMemory and maxBytesPerTrigger count a header table as HEADER_COST times its wire size:
+    the densest tables a frame can carry (tiny entries) stay under that."""
+    from jetspark.datasources.rabbitmq.amqp import HEADER_COST
+
+    assert _tracemalloc_cost(table) <= HEADER_COST

@@ -79,6 +79,8 @@ def test_body_hash_message_id():
         ({"watermark.advanceWhenIdle": "true"}, "watermark.advanceWhenIdle", "false (a queue is one"),
         ({"watermark.maxFutureSkew": "tomorrow"}, "watermark.maxFutureSkew", "a duration such as"),
         ({"subscribe": "x"}, "subscribe", "known options"),
+        ({"maxMessageSize": "0"}, "maxMessageSize", "at least 1 byte"),
+        ({"maxMessageSize": "huge"}, "maxMessageSize", "size"),
     ],
 )
 def test_bad_options_are_named(changes, option, accepted):
@@ -96,3 +98,8 @@ def test_options_are_frozen_and_url_redacted():
     with pytest.raises(AttributeError):
         o.queue = "other"  # type: ignore[misc]
     assert "secret" not in o.redacted_url() and "guest" in o.redacted_url()
+
+
+def test_max_message_size_defaults_to_rabbitmq_3s_own_limit():
+    assert RabbitMQOptions.parse(BASE).max_message_bytes == 128 << 20
+    assert RabbitMQOptions.parse({**BASE, "maxMessageSize": "16 MB"}).max_message_bytes == 16 << 20

@@ -141,7 +141,8 @@ for engine in ("auto", "python"):
 
 def test_a_stream_over_connect_only_warns_about_spark_default_partitions(connect_client: ConnectClient):
     """A Connect client cannot tell Spark's default from a chosen 200: a streaming window warns
-    and leaves the server session's setting as it is."""
+    for both, Spark's default (unset) and 200 set by the client, and leaves the server
+    session's setting as it is; a value other than 200 is kept without a warning."""
     code = """
 import warnings
 
@@ -152,6 +153,8 @@ src = spark.readStream.format("rate").load().withWatermark("timestamp", "1 secon
 for value in (None, "200"):
     if value is None:
         spark.conf.unset("spark.sql.shuffle.partitions")
+    else:
+        spark.conf.set("spark.sql.shuffle.partitions", value)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         window_aggregate(src, key="value", time="timestamp", window=tumbling("1 second"),

@@ -121,15 +121,24 @@ def assert_same(got: dict, expected: dict, names=None) -> None:
 
 AGGS = {
     "n": ops.count(),
-    "s": ops.sum_("x"),
-    "m": ops.mean("x"),
-    "lo": ops.min_("x"),
-    "hi": ops.max_("x"),
-    "var": ops.variance("x"),
-    "sd": ops.stddev("x"),
-    "slope": ops.linear_slope("x", "y"),
-    "icpt": ops.linear_intercept("x", "y"),
+    "s": ops.sum("x"),
+    "m": ops.avg("x"),
+    "lo": ops.min("x"),
+    "hi": ops.max("x"),
+    "var": ops.var_samp("x"),
+    "sd": ops.stddev_samp("x"),
+    "slope": ops.regr_slope("y", "x"),  # Spark's order, as F.regr_slope("y", "x") below
+    "icpt": ops.regr_intercept("y", "x"),
 }
+
+
+def column_aggs() -> dict:
+    """AGGS with Column expressions for inputs (computed as hidden columns before windowing).
+    Built in a test: a Column needs the active Spark session."""
+    x, y = F.col("x") + 0.0, F.col("y") * 1.0
+    return {"n": ops.count(), "s": ops.sum(x), "m": ops.mean(x), "lo": ops.min(x), "hi": ops.max(x),
+            "var": ops.variance(x), "sd": ops.stddev(x), "slope": ops.regr_slope(y, x),
+            "icpt": ops.regr_intercept(y, F.col("x"))}
 
 
 def spark_aggs():
@@ -272,10 +281,18 @@ def test_streaming_sliding_equals_spark_window_and_reference(spark, stream_dir, 
 
 
 def test_streaming_session_equals_spark_session_window(spark, stream_dir, tmp_path):
+    """Also with Column arguments: a computed key shown under its alias, the time as a Column,
+    and operations of Column expressions (hidden columns of the stream)."""
     folder, _ = stream_dir
     schema = spark.read.parquet(str(folder)).schema
     window = session("3 seconds")
-    _stream(spark, folder, schema, _ours(window, STATE_APIS[0]), tmp_path / "ours", tmp_path / "ck1")
+
+    def ours(src):
+        src = src.withColumn("x", F.nanvl("x", F.lit(None))).withWatermark("watermark", "0 seconds")
+        return window_aggregate(src, key=F.concat("k", F.lit("")).alias("k"), time=F.col("ts"),
+                                window=window, aggs=column_aggs(), buckets=4)
+
+    _stream(spark, folder, schema, ours, tmp_path / "ours", tmp_path / "ck1")
     _stream(spark, folder, schema, _theirs(F.session_window("ts", "3 seconds"), "session_window"),
             tmp_path / "theirs", tmp_path / "ck2")  # fmt: skip
     assert_same(
@@ -378,6 +395,41 @@ def test_window_ending_exactly_at_the_watermark_is_emitted_as_by_spark(spark, tm
             assert max(_us(dt.datetime.fromisoformat(p["eventTime"]["watermark"])) for p in theirs_prog) == wm
             theirs = rows_by_window(spark.read.schema(out_ddl).parquet(str(run / "theirs")).collect())
             assert theirs == ours
+
+
+def _events(secs: list[int], wm_s: int) -> dict:
+    """Key "a" at ``secs`` after BASE, the source-style watermark column at ``wm_s``."""
+    n = len(secs)
+    return {"k": ["a"] * n, "ts": np.array([BASE_US + t * SEC for t in secs]), "x": np.ones(n),
+            "y": np.zeros(n), "watermark": np.full(n, BASE_US + wm_s * SEC),
+            "heartbeat": np.zeros(n, dtype=bool)}
+
+
+@pytest.mark.parametrize("api", STATE_APIS)
+def test_the_carried_watermark_takes_off_the_watermark_delay(spark, tmp_path, api):
+    """With ``withWatermark("watermark", "5 seconds")`` a batch closes the windows ending up to
+    its own watermark column less 5 s, not up to the column itself: [0 s, 10 s) in batch 0
+    (column 22 s: 17 s), [10 s, 20 s) — whose end lies between 17 s and 22 s — only in batch 1
+    (column 30 s), with batch 1's event in it."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    write_batch(folder, 0, _events([1, 2, 3, 11, 12], wm_s=22))
+    write_batch(folder, 1, _events([13], wm_s=30))
+    schema = spark.read.parquet(str(folder)).schema
+    out: dict[int, list] = {}
+    src = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
+           .withWatermark("watermark", "5 seconds"))
+    windows = window_aggregate(src, key="k", time="ts", window=tumbling("10 seconds"),
+                               aggs={"n": ops.count()}, state_api=api, buckets=1)
+    q = (windows.writeStream.foreachBatch(lambda df, i: out.__setitem__(i, df.collect()))
+         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    got = {b: sorted(((_us(r.window_start) - BASE_US) // SEC, r.n) for r in rows) for b, rows in out.items()}
+    assert got[0] == [(0, 3)] and got[1] == [(10, 3)], got
+    assert all(not rows for b, rows in got.items() if b > 1), got
 
 
 NATIVE_CELL_AGGS = {k: AGGS[k] for k in ("n", "s", "m", "lo", "hi", "var", "sd")}
@@ -600,3 +652,42 @@ def test_struct_array_and_float_keys_group_as_spark_does(spark):
             ours = window_aggregate(df, key=key, time="ts", window=sliding("2 seconds", "1 second"),
                                     aggs={"n": ops.count()}, engine=engine).collect()
             assert sorted((str(r[key]), r.window_start, r.n) for r in ours) == theirs, (key, engine)
+
+
+def test_column_arguments_and_spark_names_equal_spark_on_the_same_expressions(spark, static_events):
+    """key, time and operations given as Columns (a computed key is shown under Spark's name for
+    it), under Spark's names and argument order — regr_slope(y, x) is F.regr_slope(y, x) —
+    in each engine's path: Spark-computed cells, Spark's tumbling aggregation, Python."""
+    from jetspark.windowing.aggregate_operation import AggregateError
+
+    df, _ = static_events
+    x2, y = F.col("x") * 2, F.col("y")
+    cells = {"n": ops.count(F.col("x")), "s": ops.sum(x2), "m": ops.avg(x2), "lo": ops.min(x2),
+             "hi": ops.max("x"), "var": ops.var_samp(x2), "sd": ops.stddev_samp(x2)}
+    more = {"slope": ops.regr_slope(y, "x"), "icpt": ops.regr_intercept("y", F.col("x")),
+            "trend": ops.linear_trend("x", y), "vp": ops.var_pop(x2), "sp": ops.stddev_pop("x")}
+    spark_cols = {"n": F.count("x"), "s": F.sum(x2), "m": F.avg(x2), "lo": F.min(x2), "hi": F.max("x"),
+                  "var": F.var_samp(x2), "sd": F.stddev_samp(x2), "slope": F.regr_slope("y", "x"),
+                  "icpt": F.regr_intercept("y", "x"), "trend": F.regr_slope("y", "x"),
+                  "vp": F.var_pop(x2), "sp": F.stddev_pop("x")}
+    runs = [  # (window, Spark's window, aggregates, engine, how many stages run in Python)
+        (sliding("30 seconds", "10 seconds"), F.window("ts", "30 seconds", "10 seconds"), cells, "auto", 1),
+        (tumbling("20 seconds"), F.window("ts", "20 seconds"), {**cells, **more}, "auto", 0),
+        (sliding("30 seconds", "10 seconds"), F.window("ts", "30 seconds", "10 seconds"),
+         {**cells, **more}, "python", 2),
+    ]
+    for window, spark_window, aggs, engine, python_stages in runs:
+        ours = window_aggregate(df, key=F.upper("k"), time=F.col("ts"), window=window, aggs=aggs,
+                                engine=engine)
+        assert ours.columns[:3] == ["upper(k)", "window_start", "window_end"]
+        assert ours._jdf.queryExecution().executedPlan().toString().count("MapInArrow") == python_stages
+        theirs = df.groupBy(F.upper("k"), spark_window.alias("w")).agg(
+            *(spark_cols[name].alias(name) for name in aggs))
+        theirs = theirs.select(F.col("upper(k)").alias("k"), F.col("w.start").alias("window_start"),
+                               F.col("w.end").alias("window_end"), *aggs)
+        got = rows_by_window(ours.withColumnRenamed("upper(k)", "k").collect())
+        assert_same(got, rows_by_window(theirs.collect()))
+    assert more["slope"].inputs[1] is y  # the user's operation keeps its Column
+    with pytest.raises(AggregateError, match=r"'upper\(k\)' is string"):
+        window_aggregate(df, key="k", time="ts", window=tumbling("1 second"),
+                         aggs={"m": ops.max(F.upper("k"))})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import uuid
 
 import confluent_kafka
@@ -234,13 +235,59 @@ def test_the_drivers_timestamp_scan_is_the_same_through_both_readers(kafka_boots
             assert part == {(topic, 0): first3, (topic, 1): None}, (kind, native)  # p1 3-6: marker, aborted
 
 
-def test_consumers_fetch_again_soon():
-    """librdkafka ≥ 2.4 waits fetch.queue.backoff.ms (1 s by default) after its prefetch queue
-    filled, and a consumer at the log's end has a fetch in flight for fetch.wait.max.ms that a
-    pooled consumer's next assignment waits for: the readers ask 10 ms for both unless the
-    user sets them (docs/design.md)."""
+def _queue_full_backoffs(bootstrap: str, topic: str, **extra: str) -> list[str]:
+    """librdkafka's own account (debug log) of how long a consumer made by the readers'
+    consumer_conf waits before fetching again once its prefetch queue is full."""
+    import logging
+
+    from confluent_kafka import Consumer, TopicPartition
+
     from jetspark.datasources.kafka.consumers import consumer_conf
 
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logger = logging.getLogger(f"rdkafka-{uuid.uuid4().hex[:8]}")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    # queued.min.messages 10: the 300 records of one fetch fill the prefetch queue
+    conf = consumer_conf({"bootstrap.servers": bootstrap, "group.id": f"soon-{uuid.uuid4().hex[:8]}",
+                          "debug": "fetch", "queued.min.messages": "10", "logger": logger, **extra})
+    consumer = Consumer(conf)
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline, got = time.monotonic() + 60, 0
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():  # the partition's end (enable.partition.eof)
+                break
+            got += 1
+        assert got == 300
+    finally:
+        consumer.close()
+    return [line for line in lines if "Queue full" in line]
+
+
+def test_consumers_fetch_again_soon(kafka_bootstrap, kafka_topic):
+    """librdkafka ≥ 2.4 waits fetch.queue.backoff.ms (1 s by default) after its prefetch queue
+    filled before it fetches again: the readers' consumers wait 10 ms (librdkafka says so in its
+    fetch log), and a user's setting wins. fetch.wait.max.ms (how long the broker holds a fetch
+    at the log's end) is asked 10 ms the same way; librdkafka does not log it (docs/design.md)."""
+    from confluent_kafka import Producer
+
+    from jetspark.datasources.kafka.consumers import consumer_conf
+
+    topic = kafka_topic(partitions=1)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for i in range(300):
+        producer.produce(topic, value=b"%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    ours = _queue_full_backoffs(kafka_bootstrap, topic)
+    assert ours and all("Fetch backoff for 10ms: Local: Queue full" in line for line in ours), ours
+    theirs = _queue_full_backoffs(kafka_bootstrap, topic, **{"fetch.queue.backoff.ms": "500"})
+    assert theirs and all("Fetch backoff for 500ms: Local: Queue full" in line for line in theirs), theirs
     for name in ("fetch.queue.backoff.ms", "fetch.wait.max.ms"):
         assert consumer_conf({"bootstrap.servers": "b"})[name] == "10"
         assert consumer_conf({name: "500"})[name] == "500"

@@ -91,6 +91,15 @@ def _epoch_ms(text: str | None) -> int | None:
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
 
 
+def _as_dict(progress) -> Mapping:
+    """A progress as a dict: from a ``StreamingQueryProgress``, its JSON text, or a dict."""
+    if isinstance(progress, str):
+        return json.loads(progress)
+    if isinstance(getattr(type(progress), "json", None), property):  # a StreamingQueryProgress
+        return json.loads(progress.json)
+    return progress
+
+
 def observed_metrics(progress) -> dict[str, dict[str, object]]:
     """A progress's observed metrics, ``{name: {metric: value}}``, alike in a classic session
     and over Spark Connect.
@@ -103,10 +112,7 @@ def observed_metrics(progress) -> dict[str, dict[str, object]]:
     there. Both become ``{metric: value}``; a timestamp of the Connect form (epoch ms) becomes
     UTC text ``YYYY-MM-DD HH:MM:SS.fff``.
     """
-    if isinstance(progress, str):
-        progress = json.loads(progress)
-    elif isinstance(getattr(type(progress), "json", None), property):  # a StreamingQueryProgress
-        progress = json.loads(progress.json)
+    progress = _as_dict(progress)
     out: dict[str, dict[str, object]] = {}
     for name, metrics in (progress.get("observedMetrics") or {}).items():
         if hasattr(metrics, "asDict"):  # a Row
@@ -143,14 +149,14 @@ def _late(progress: Mapping, starts: list[SourceOffset], ends: list[SourceOffset
 BEHIND_METRICS = ("minOffsetsBehindLatest", "maxOffsetsBehindLatest", "avgOffsetsBehindLatest")
 
 
-def offsets_behind_latest(progress: Mapping | str) -> list[dict[str, float] | None]:
+def offsets_behind_latest(progress) -> list[dict[str, float] | None]:
     """Per source of a progress, how many offsets its batch end is behind the log end:
     ``{"minOffsetsBehindLatest", "maxOffsetsBehindLatest", "avgOffsetsBehindLatest"}`` (None:
     the source does not say). Spark's own Kafka source puts them in the source's ``metrics``;
     a Python data source cannot (PySpark 4.3 has no hook for it), so jetkafka puts them in
-    its reported ``latestOffset``, where this finds them."""
-    if isinstance(progress, str):
-        progress = json.loads(progress)
+    its reported ``latestOffset``, where this finds them. ``progress``: as for
+    :func:`observed_metrics`."""
+    progress = _as_dict(progress)
     out: list[dict[str, float] | None] = []
     for source in progress.get("sources") or []:
         found = {k: float(v) for k, v in (source.get("metrics") or {}).items() if k in BEHIND_METRICS}

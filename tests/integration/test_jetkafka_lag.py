@@ -11,6 +11,7 @@ import pytest
 from pyspark_jetkafka import DefaultSource
 
 from jetspark.devtools.services.kafka import CONSUMER_GROUPS, tool_command
+from jetspark.listener import offsets_behind_latest
 from tests.integration.scripts.jetkafka_common import numbered, produce
 
 pytestmark = pytest.mark.integration
@@ -48,9 +49,9 @@ def test_group_offsets_show_the_lag_in_kafkas_tool_and_are_never_read_back(spark
     progress = query.recentProgress
     query.stop()
     assert query.exception() is None
-    latest = [json.loads(p["sources"][0]["latestOffset"]) for p in progress
+    latest = [json.loads(p["sources"][0]["latestOffset"])["offsets"] for p in progress
               if p["sources"][0].get("latestOffset")]
-    assert {"offsets": {topic: {"0": 20, "1": 12}}} in latest
+    assert {topic: {"0": 20, "1": 12}} in latest
 
     produce(kafka_bootstrap, topic, numbered(0, 20, 5))  # the query is behind by these 5
     assert describe_group(kafka_bootstrap, group, topic) == {0: (20, 25, 5), 1: (12, 12, 0)}
@@ -81,4 +82,10 @@ def test_progress_reports_the_latest_offsets_without_the_option(spark, kafka_boo
     assert query.exception() is None
     first = query.recentProgress[0]["sources"][0]
     assert json.loads(first["endOffset"])["offsets"] == {topic: {"0": 4}}  # the limit admitted 4
-    assert json.loads(first["latestOffset"]) == {"offsets": {topic: {"0": 9}}}  # of 9 in the log
+    # of 9 in the log, with Spark's Kafka lag metrics: the batch's end is 5 behind
+    assert json.loads(first["latestOffset"]) == {
+        "offsets": {topic: {"0": 9}}, "minOffsetsBehindLatest": 5, "maxOffsetsBehindLatest": 5,
+        "avgOffsetsBehindLatest": 5.0}
+    assert offsets_behind_latest(query.recentProgress[0])[0] == {
+        "minOffsetsBehindLatest": 5.0, "maxOffsetsBehindLatest": 5.0, "avgOffsetsBehindLatest": 5.0}
+    assert offsets_behind_latest(query.lastProgress)[0]["maxOffsetsBehindLatest"] == 0.0

@@ -54,6 +54,10 @@ static int check_loaded(void) {
 
 #define BATCH 1024                 /* messages popped from librdkafka's queue at once */
 #define MAX_DATA ((size_t)1 << 30) /* stop a chunk at 1 GiB of one column: int32 offsets */
+/* Stop a chunk at this many bytes of all its buffers: keys, values, header names and values,
+ * and every offset, validity and timestamp buffer, so a record of many empty header entries
+ * (8 bytes of offsets each, no data) counts too. read(max_bytes=) may ask for less. */
+#define MAX_CHUNK_BYTES ((size_t)1 << 30)
 
 /* ---------------------------------------------------------------- growable buffers */
 
@@ -162,6 +166,7 @@ typedef struct {
     Validity hvalid;    /* per record: headers present */
     Buf hoffsets;       /* int32 list offsets into the header entries */
     BinCol hkey, hval;  /* header entries */
+    size_t max_bytes;   /* stop once the buffers hold this many bytes (checked between records) */
     int64_t eof_at;     /* -1: none */
     int past_end;
     rd_kafka_resp_err_t err;
@@ -230,9 +235,16 @@ static int chunk_put(Chunk *c, rd_kafka_message_t *m) {
     return 0;
 }
 
+static size_t bincol_bytes(const BinCol *b) { return b->valid.bits.len + b->offsets.len + b->data.len; }
+
+static size_t chunk_bytes(const Chunk *c) {
+    return bincol_bytes(&c->key) + bincol_bytes(&c->value) + c->offset.len + c->timestamp.len + c->ts_type.len +
+           c->hvalid.bits.len + c->hoffsets.len + bincol_bytes(&c->hkey) + bincol_bytes(&c->hval);
+}
+
 static int chunk_full(const Chunk *c) {
-    return c->key.data.len >= MAX_DATA || c->value.data.len >= MAX_DATA || c->hkey.data.len >= MAX_DATA ||
-           c->hval.data.len >= MAX_DATA;
+    return (c->n > 0 && chunk_bytes(c) >= c->max_bytes) || c->key.data.len >= MAX_DATA || c->value.data.len >= MAX_DATA ||
+           c->hkey.data.len >= MAX_DATA || c->hval.data.len >= MAX_DATA;
 }
 
 static PyObject *chunk_dict(const Chunk *c) {
@@ -499,14 +511,20 @@ static void consume(Reader *self, Chunk *c, int64_t max_rows, int64_t end, int t
 }
 
 static PyObject *Reader_read(Reader *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"max_rows", "end_offset", "timeout_ms", "headers", NULL};
-    long long max_rows, end;
+    static char *kwlist[] = {"max_rows", "end_offset", "timeout_ms", "headers", "max_bytes", NULL};
+    long long max_rows, end, max_bytes = (long long)MAX_CHUNK_BYTES;
     int timeout_ms, headers = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LLi|p", kwlist, &max_rows, &end, &timeout_ms, &headers) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LLi|pL", kwlist, &max_rows, &end, &timeout_ms, &headers,
+                                     &max_bytes) ||
         check_open(self))
         return NULL;
+    if (max_bytes < 1) {
+        PyErr_SetString(PyExc_ValueError, "max_bytes must be at least 1");
+        return NULL;
+    }
     Chunk c;
     int oom = chunk_init(&c, headers) != 0;
+    c.max_bytes = (size_t)max_bytes < MAX_CHUNK_BYTES ? (size_t)max_bytes : MAX_CHUNK_BYTES;
     if (!oom) {
         self->busy = 1;
         Py_BEGIN_ALLOW_THREADS
@@ -524,9 +542,10 @@ static PyMethodDef Reader_methods[] = {
      "assign(topic, partition, offset): read this partition from offset (drops what was popped)."},
     {"unassign", (PyCFunction)Reader_unassign, METH_NOARGS, "unassign(): stop fetching."},
     {"read", (PyCFunction)(void (*)(void))Reader_read, METH_VARARGS | METH_KEYWORDS,
-     "read(max_rows, end_offset, timeout_ms, headers=False) -> dict of Arrow buffers and status.\n"
-     "Stops at max_rows, at the first offset >= end_offset, at partition EOF at or past end_offset,\n"
-     "at an error, or when timeout_ms have passed."},
+     "read(max_rows, end_offset, timeout_ms, headers=False, max_bytes=1 GiB) -> dict of Arrow buffers and\n"
+     "status. Stops at max_rows, once the chunk's buffers (header entries included) hold max_bytes\n"
+     "(at most 1 GiB; at least one record), at the first offset >= end_offset, at partition EOF at or\n"
+     "past end_offset, at an error, or when timeout_ms have passed."},
     {"watermark_offsets", (PyCFunction)Reader_watermark_offsets, METH_VARARGS,
      "watermark_offsets(topic, partition, timeout_ms) -> (low, high) asked from the broker."},
     {"close", (PyCFunction)Reader_close, METH_NOARGS, "close(): destroy the consumer (no group leave or commit: reads only assign)."},

@@ -291,3 +291,29 @@ def test_consumers_fetch_again_soon(kafka_bootstrap, kafka_topic):
     for name in ("fetch.queue.backoff.ms", "fetch.wait.max.ms"):
         assert consumer_conf({"bootstrap.servers": "b"})[name] == "10"
         assert consumer_conf({name: "500"})[name] == "500"
+
+
+def test_a_chunk_is_bounded_by_bytes_header_entries_included(kafka_bootstrap, kafka_topic):
+    """Records of 2,000 empty header entries each (no key, value or header bytes, ~16 KB of
+    offsets in a chunk): max_bytes stops a chunk by all its buffers, so the entries count."""
+    from confluent_kafka import Producer
+
+    from jetspark.datasources.kafka.consumers import consumer_conf
+
+    topic = kafka_topic(partitions=1)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for _ in range(20):
+        producer.produce(topic, value=b"", partition=0, headers=[("", b"")] * 2_000)
+    assert producer.flush(30) == 0
+    reader = kafka_native.NativeConsumer(consumer_conf({"bootstrap.servers": kafka_bootstrap,
+                                                        "group.id": f"bound-{uuid.uuid4().hex[:8]}"}))._reader
+    reader.assign(topic, 0, 0)
+    chunks = []
+    while sum(chunks) < 20 and len(chunks) < 20:
+        raw = reader.read(1_000, 20, 30_000, True, max_bytes=50_000)
+        assert raw["error_code"] == 0, raw["error"]
+        chunks.append(raw["rows"])
+        assert len(raw["headers"]["key"][1]) // 4 - 1 == 2_000 * raw["rows"]  # every entry read
+    assert sum(chunks) == 20 and 1 < max(chunks) < 20 and len(chunks) > 1, chunks
+    reader.assign(topic, 0, 0)  # without headers the same bound holds all 20 small records
+    assert reader.read(1_000, 20, 30_000, False, max_bytes=50_000)["rows"] == 20

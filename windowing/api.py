@@ -58,6 +58,7 @@ from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, A
 from jetspark.windowing.combine_to_window import output_schema_fields, step
 from jetspark.windowing.definitions import Duration, WindowDefinition
 from jetspark.windowing.early_results import FINAL, early_results_us, with_final_column
+from jetspark.windowing.inputs import ColumnOrName, Inputs, resolve_inputs
 from jetspark.windowing.native import (
     WATERMARK_DELAY_KEY,
     is_numeric,
@@ -83,8 +84,8 @@ def _ddl(name: str, ddl: str) -> StructField:
 
 def window_aggregate(
     df: DataFrame,
-    key: str | Sequence[str],
-    time: str,
+    key: ColumnOrName | Sequence[ColumnOrName],
+    time: ColumnOrName,
     window: WindowDefinition,
     aggs: Mapping[str, AggregateOperation],
     *,
@@ -95,37 +96,140 @@ def window_aggregate(
     observation: Observation | str | None = None,
     early_results: Duration | None = None,
 ) -> DataFrame:
-    """Aggregate ``df`` per key over sliding, tumbling or session windows of ``time``.
+    """Aggregate ``df`` per key over sliding, tumbling or session windows of an event time.
 
-    ``deduct``: slide windows with the operations' ``deduct`` when they have one
-    (False: always combine frames). ``buckets``: number of state groups of a streaming
-    query — fixed for the life of its checkpoint. ``state_api``: one of ``STATE_APIS``
-    (``transformWithStateInPandas`` by default, see :mod:`.stateful` for why).
-    ``engine``: one of ``ENGINES``. ``"auto"``: static tumbling windows of built-in
-    operations run as Spark's native aggregation (see :mod:`.native`), and static sliding
-    windows of operations Spark can accumulate (count, sum, mean, min, max, variance,
-    stddev) take their per-(key, frame) cells from Spark's aggregation, so only stage 2 runs
-    in Python; a streaming query runs on the Python engine, which emits a window by the
-    micro-batch whose W closes it. ``"python"``: never Spark's aggregation. ``"native"``: as
-    ``"auto"``, and a streaming tumbling window of built-in operations (no early results) is
-    Spark's own streaming aggregation — less work per micro-batch, a window one micro-batch
-    later, a checkpoint the Python engine's cannot continue (nor the reverse).
-    ``observation``: where the count of rows with a null
-    event time goes — static: a ``pyspark.sql.Observation`` that receives ``{"rows": n}``
-    once the result is computed; streaming: the name of the observed metric in the query's
-    progress (default ``jetspark_null_event_time``; two window aggregations in one query
-    need two names). Warns once when Spark's Python workers would run an interpreter without
-    jetspark (:mod:`jetspark.worker_python`). On a stream with a local master, a
-    ``spark.sql.shuffle.partitions`` left at Spark's default is set to the default
-    parallelism, with a warning (elsewhere the warning only; :mod:`.partitions`).
-    ``early_results``: the period (a duration; 0: every micro-batch) of provisional rows of
-    open windows, told apart by a boolean
-    ``final`` column; None (the default): final rows only and no ``final`` column (a static
-    DataFrame's windows are all final). See :mod:`.early_results`.
+    The windowed counterpart of ``df.groupBy(key, F.window(time, …)).agg(…)``, computed Jet's
+    way: per-(key, frame) partial accumulators combined (and, sliding, deducted) into windows.
+    A streaming ``df`` emits each window once, when Spark's event-time watermark passes its
+    end (append mode); a static ``df`` returns every window.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The events, static or streaming. A streaming one must carry an event-time watermark:
+        ``withWatermark("watermark", "0 seconds")`` on the source's ``watermark`` column
+        (``read_kafka_stream`` and ``read_rabbitmq_stream`` apply it). Rows whose
+        ``heartbeat`` column is true are dropped.
+    key : str, Column, or a sequence of them
+        The grouping key column(s). A Column expression is computed before windowing and
+        shown under the name Spark gives it (``F.upper("s")`` → ``upper(s)``, or its alias).
+        Keys of any type Spark groups by (structs, arrays, maps, doubles: NaN is one key,
+        -0.0 is 0.0).
+    time : str or Column
+        The event time, of type timestamp or timestamp_ntz, as Spark's ``window()`` requires
+        (convert epoch milliseconds with ``F.timestamp_millis``). Rows with a null event time
+        belong to no window and are counted (``observation``).
+    window : SlidingWindow or SessionWindow
+        ``sliding(size, slide)``, ``tumbling(size)`` or ``session(timeout)``.
+    aggs : Mapping[str, AggregateOperation]
+        Result column name → operation, e.g. ``{"n": ops.count(), "avg": ops.avg("x")}``
+        (:mod:`jetspark.windowing.ops`, or a subclass of :class:`AggregateOperation`).
+        Operations take column names or Column expressions.
+    deduct : bool, default True
+        Slide windows by deducting the frame that leaves (Jet's "previous − trailing frame +
+        leading frame") where that is exact: operations with a ``deduct`` over integer
+        accumulator fields (counts); float fields are always combined. False: always
+        combine frames.
+    buckets : int, default 16
+        Number of state groups of a streaming query; fixed for the life of its checkpoint.
+    state_api : {"transformWithStateInPandas", "applyInPandasWithState"}
+        Spark's stateful API of a streaming query (see :mod:`.stateful` for the default).
+    engine : {"auto", "python", "native"}, default "auto"
+        ``"auto"``: static tumbling windows of built-in operations run as Spark's own
+        aggregation; static sliding windows of operations Spark can accumulate (count, sum,
+        avg, min, max, var_samp, stddev_samp) take their per-(key, frame) cells from Spark's
+        aggregation, so only the combining stage runs in Python; a streaming query runs on
+        the Python engine, which emits a window in the micro-batch whose watermark closes
+        it. ``"python"``: never Spark's aggregation. ``"native"``: as ``"auto"``, and a
+        streaming tumbling window of built-in operations without early results is Spark's
+        own streaming aggregation (a window one micro-batch later; its checkpoint and the
+        Python engine's cannot continue each other).
+    observation : Observation or str, optional
+        Where the count of rows with a null event time goes. Static ``df``: a
+        ``pyspark.sql.Observation`` that receives ``{"rows": n}`` once the result is
+        computed. Streaming ``df``: the name of the observed metric in the query's progress
+        (default ``"jetspark_null_event_time"``; two window aggregations in one query need
+        two names).
+    early_results : str, int, float or timedelta, optional
+        Streaming only: the period (processing time; ``0``: every micro-batch) at which each
+        key's open windows that changed are also emitted as provisional rows; a boolean
+        ``final`` column then tells them (false) from each window's one final row (true).
+        None (default): final rows only, no ``final`` column.
+
+    Returns
+    -------
+    DataFrame
+        The key column(s), ``window_start`` and ``window_end`` (timestamps; the window is
+        ``[start, end)``), one column per entry of ``aggs`` and, with ``early_results``,
+        ``final``.
+
+    Raises
+    ------
+    AggregateError
+        A column is missing or of the wrong type, an argument is out of range, or a
+        streaming ``df`` has no watermark.
+    WindowDefinitionError
+        Raised by ``sliding``/``tumbling``/``session`` for an invalid window.
+
+    Warns
+    -----
+    UserWarning
+        Once, when Spark's Python workers would run an interpreter without jetspark.
+    StatefulPartitionsWarning
+        A stream whose session leaves ``spark.sql.shuffle.partitions`` at Spark's default
+        (with a local master it is set to the default parallelism).
+
+    See Also
+    --------
+    jetspark.windowing.ops : the built-in operations.
+    pyspark.sql.functions.window, pyspark.sql.functions.session_window : Spark's windows,
+        whose results these equal.
+
+    Notes
+    -----
+    A streaming query reports the rows with a null event time per micro-batch as the
+    observed metric ``jetspark_null_event_time`` (``{"rows": n}`` in
+    ``query.lastProgress["observedMetrics"]``). Design: docs/design.md.
+
+    Examples
+    --------
+    A 30-second window sliding by 10 seconds, per sensor:
+
+    >>> from pyspark.sql import functions as F
+    >>> from jetspark import ops, read_kafka_stream, sliding, window_aggregate
+    >>> events = read_kafka_stream(spark, {"kafka.bootstrap.servers": bs, "subscribe": "cars"})
+    >>> speeds = events.select("watermark", "heartbeat", "timestamp",
+    ...                        F.get_json_object(F.col("value").cast("string"), "$.sensor").alias("sensor"),
+    ...                        F.get_json_object(F.col("value").cast("string"), "$.speed")
+    ...                        .cast("double").alias("speed"))
+    >>> out = window_aggregate(speeds, key="sensor", time="timestamp",
+    ...                        window=sliding("30 seconds", "10 seconds"),
+    ...                        aggs={"n": ops.count(), "avg_speed": ops.avg("speed"),
+    ...                              "max_kmh": ops.max(F.col("speed") * 3.6)})
     """
     warn_if_workers_lack_jetspark(df.sparkSession)
+    inputs = resolve_inputs(df, key, time, aggs)
+    return inputs.output(_window_aggregate(
+        inputs, window, deduct=deduct, buckets=buckets, state_api=state_api, engine=engine,
+        observation=observation, early_results=early_results))
+
+
+def _window_aggregate(
+    inputs: Inputs,
+    window: WindowDefinition,
+    *,
+    deduct: bool,
+    buckets: int,
+    state_api: str,
+    engine: str,
+    observation: Observation | str | None,
+    early_results: Duration | None,
+) -> DataFrame:
+    """:func:`window_aggregate` on resolved inputs (every argument a column name)."""
+    df, key, time, aggs = inputs.df, inputs.keys, inputs.time, inputs.aggs
     period_us = early_results_us(early_results)
-    plan, heartbeat, partial_fields, out_schema = _prepare(df, key, time, window, aggs, deduct, engine)
+    plan, heartbeat, partial_fields, out_schema = _prepare(
+        df, key, time, window, aggs, deduct, engine, inputs.shown)
     if period_us is not None:
         out_schema = with_final_column(out_schema, [*plan.keys, *plan.names])
         plan = replace(plan, early_results_us=period_us)
@@ -202,8 +306,8 @@ def window_aggregate(
 
 def window_aggregate_stages(
     df: DataFrame,
-    key: str | Sequence[str],
-    time: str,
+    key: ColumnOrName | Sequence[ColumnOrName],
+    time: ColumnOrName,
     window: WindowDefinition,
     aggs: Mapping[str, AggregateOperation],
     *,
@@ -219,16 +323,20 @@ def window_aggregate_stages(
     every window but drops it; the last entry, ``"output"``, is the query itself."""
     if df.isStreaming:
         raise AggregateError("window_aggregate_stages takes a static DataFrame")
-    plan, heartbeat, partial_fields, out_schema = _prepare(df, key, time, window, aggs, deduct, engine)
-    return _batch_stages(df, plan, heartbeat, partial_fields, out_schema, engine, observation)
+    inputs = resolve_inputs(df, key, time, aggs)
+    plan, heartbeat, partial_fields, out_schema = _prepare(
+        inputs.df, inputs.keys, inputs.time, window, inputs.aggs, deduct, engine, inputs.shown)
+    stages = _batch_stages(inputs.df, plan, heartbeat, partial_fields, out_schema, engine, observation)
+    return {name: inputs.output(stage) if name == "output" else stage for name, stage in stages.items()}
 
 
 def _prepare(
     df: DataFrame, key: str | Sequence[str], time: str, window: WindowDefinition,
-    aggs: Mapping[str, AggregateOperation], deduct: bool, engine: str,
+    aggs: Mapping[str, AggregateOperation], deduct: bool, engine: str, shown: Mapping[str, str],
 ) -> tuple[Plan, str | None, list[StructField], StructType]:
     """The checked plan, the heartbeat column (if any), the partial cells' fields and the
-    output schema: what every entry point starts from."""
+    output schema: what every entry point starts from. ``shown``: how messages name a
+    computed column (:mod:`.inputs`)."""
     plan = Plan.build(key, time, window, aggs, deduct)
     missing = [c for c in plan.input_columns if c not in df.columns]
     if missing:
@@ -236,18 +344,21 @@ def _prepare(
     if engine not in ENGINES:
         raise AggregateError(f"engine must be one of {ENGINES}, got {engine!r}")
     time_type = df.schema[plan.time].dataType
+    time_shown = shown.get(plan.time, plan.time)
     if not isinstance(time_type, TimestampType | TimestampNTZType):
         raise AggregateError(
-            f"the event-time column {plan.time!r} is {time_type.simpleString()}; windows need a timestamp "
+            f"the event-time column {time_shown!r} is {time_type.simpleString()}; windows need a timestamp "
             f"(timestamp or timestamp_ntz), as Spark's window() does: convert it first, e.g. "
-            f"F.timestamp_millis({plan.time!r}) for epoch milliseconds (timestamp_seconds, timestamp_micros)")
+            f"F.timestamp_millis({time_shown!r}) for epoch milliseconds (timestamp_seconds, "
+            "timestamp_micros)")
     for name, op in zip(plan.names, plan.ops, strict=True):
         for c in op.inputs:
             t = df.schema[c].dataType if c != EVENT_TIME else None
             if t is not None and op.reads_values and not is_numeric(t):
+                c = shown.get(c, c)
                 raise AggregateError(
-                    f"aggregate {name!r}: {op!r} reads numbers, and column {c!r} is {t.simpleString()}; "
-                    "accepted: a numeric or boolean column (cast it first, e.g. "
+                    f"aggregate {name!r}: {type(op).__name__} reads numbers, and column {c!r} is "
+                    f"{t.simpleString()}; accepted: a numeric or boolean column (cast it first, e.g. "
                     f"F.col({c!r}).cast('double')); count(column) takes any type")
     heartbeat = HEARTBEAT if HEARTBEAT in df.columns else None
     key_fields = [df.schema[k] for k in plan.keys]

@@ -1,21 +1,37 @@
 """Built-in aggregate operations (all vectorized; see :mod:`.aggregate_operation` for the laws).
 
-``count()``, ``sum_(c)``, ``mean(c)``, ``min_(c)``, ``max_(c)``, ``variance(c)``,
-``stddev(c)``, ``linear_slope(x, y)``, ``linear_intercept(x, y)`` and the
-order-sensitive ``collect_sorted(c)`` (values in event-time order). ``sum``, ``min`` and
-``max`` are aliases of the underscored names for ``ops.sum("x")`` style use.
-Numeric and boolean inputs are read as float64 (NaN = null; ``count(c)`` reads only which
+Under Spark's names and argument order (``pyspark.sql.functions``): ``count()`` /
+``count(col)``, ``sum(col)``, ``avg(col)`` = ``mean(col)``, ``min(col)``, ``max(col)``,
+``var_samp(col)`` = ``variance(col)``, ``var_pop(col)``, ``stddev_samp(col)`` = ``stddev(col)``,
+``stddev_pop(col)``, ``regr_slope(y, x)``, ``regr_intercept(y, x)``; under Jet's name, in Jet's
+order: ``linear_trend(x, y)`` (``AggregateOperations.linearTrend(getX, getY)``, the same slope
+as ``regr_slope(y, x)``); jetspark's own: ``collect_sorted(col)`` (values in event-time order,
+order-sensitive). ``sum_``, ``min_`` and ``max_`` are the same as ``sum``, ``min`` and ``max``
+for code that keeps Python's built-ins (``from jetspark.windowing.ops import sum_``).
+Deprecated: ``linear_slope(x, y)`` (use ``regr_slope(y, x)`` or ``linear_trend(x, y)``) and
+``linear_intercept(x, y)`` (use ``regr_intercept(y, x)``).
+
+Every column argument is a column name or a ``pyspark.sql.Column`` (``F.col("x")``,
+``F.col("a") * 2``): :func:`~jetspark.windowing.window_aggregate` computes an expression as a
+hidden column of the input before windowing, so the operations stay vectorized.
+Numeric and boolean inputs are read as float64 (NaN = null; ``count(col)`` reads only which
 values are null, of any type); results follow Spark (``count`` → bigint, empty or
-all-null input → null, ``variance``/``stddev`` are the sample versions).
+all-null input → null).
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import Column
 
-from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateOperation, Field
+from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateError, AggregateOperation, Field
+
+ColumnOrName = Column | str
+"""A column argument: a column name, or a ``pyspark.sql.Column`` expression."""
 
 
 def _null_where(values: np.ndarray, null: np.ndarray) -> pa.Array:
@@ -176,8 +192,20 @@ class StdDev(Variance):
         return pc.sqrt(v)
 
 
+class VarPop(Variance):
+    """Population variance (n denominator; null for no value)."""
+
+    ddof = 0
+
+
+class StdDevPop(StdDev):
+    """Population standard deviation."""
+
+    ddof = 0
+
+
 class LinearSlope(AggregateOperation):
-    """Least-squares slope of ``y`` over ``x`` (Spark's ``regr_slope(y, x)``).
+    """Least-squares slope of ``y`` over ``x`` (Spark's ``regr_slope(y, x)``); inputs ``(x, y)``.
 
     The accumulator keeps ``x`` centred: a reference ``rx`` (the smallest ``x`` seen) and
     the mean of ``x - rx``, so epoch-second ``x`` (~1.7e9) loses no precision. Combining
@@ -194,7 +222,7 @@ class LinearSlope(AggregateOperation):
         Field("cxy", "float64"),
     )
 
-    def __init__(self, x: str, y: str) -> None:
+    def __init__(self, x: ColumnOrName, y: ColumnOrName) -> None:
         super().__init__(x, y)
 
     def accumulate(self, acc: Acc, groups: np.ndarray, x: np.ndarray, y: np.ndarray) -> Acc:
@@ -259,7 +287,7 @@ class CollectSorted(AggregateOperation):
     fields = (Field("t", "list<int64>"), Field("v", "list<float64>"))
     result_type = "array<double>"
 
-    def __init__(self, column: str) -> None:
+    def __init__(self, column: ColumnOrName) -> None:
         super().__init__(EVENT_TIME, column)
 
     @staticmethod
@@ -303,56 +331,303 @@ class CollectSorted(AggregateOperation):
         return to_arrow(self.fields[1], acc[1])
 
 
-def count(column: str | None = None) -> Count:
-    """Number of rows, or of non-null values of ``column``."""
-    return Count() if column is None else Count(column)
+def _checked(*cols: ColumnOrName | None) -> None:
+    for c in cols:
+        if not isinstance(c, str | Column):
+            raise AggregateError(
+                f"a column argument is a column name (str) or a pyspark.sql.Column, got {c!r}")
 
 
-def sum_(column: str) -> Sum:
-    """Sum of ``column``."""
-    return Sum(column)
+def count(col: ColumnOrName | None = None) -> Count:
+    """Number of rows, or of non-null values of a column (Spark's ``count``).
+
+    Parameters
+    ----------
+    col : str or Column, optional
+        Count the rows where this column (of any type; NaN counts as null) is not null.
+        Omitted: count every row of the window (Spark's ``count("*")``).
+
+    Returns
+    -------
+    Count
+        A bigint result; 0 for a window with no such row.
+    """
+    if col is None:
+        return Count()
+    _checked(col)
+    return Count(col)
 
 
-def mean(column: str) -> Mean:
-    """Mean of ``column``."""
-    return Mean(column)
+def sum(col: ColumnOrName) -> Sum:
+    """Sum of a numeric column (Spark's ``sum``), as a double; null when it has no value.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    Sum
+    """
+    _checked(col)
+    return Sum(col)
 
 
-def min_(column: str) -> Min:
-    """Minimum of ``column``."""
-    return Min(column)
+def avg(col: ColumnOrName) -> Mean:
+    """Arithmetic mean of a numeric column (Spark's ``avg``); null when it has no value.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    Mean
+    """
+    _checked(col)
+    return Mean(col)
 
 
-def max_(column: str) -> Max:
-    """Maximum of ``column``."""
-    return Max(column)
+def min(col: ColumnOrName) -> Min:
+    """Smallest value of a numeric column (Spark's ``min``), as a double.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    Min
+    """
+    _checked(col)
+    return Min(col)
 
 
-def variance(column: str) -> Variance:
-    """Sample variance of ``column``."""
-    return Variance(column)
+def max(col: ColumnOrName) -> Max:
+    """Greatest value of a numeric column (Spark's ``max``), as a double.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    Max
+    """
+    _checked(col)
+    return Max(col)
 
 
-def stddev(column: str) -> StdDev:
-    """Sample standard deviation of ``column``."""
-    return StdDev(column)
+def var_samp(col: ColumnOrName) -> Variance:
+    """Sample variance (n − 1 denominator) of a numeric column (Spark's ``var_samp``,
+    ``variance``); null for fewer than 2 values.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    Variance
+    """
+    _checked(col)
+    return Variance(col)
 
 
-def linear_slope(x: str, y: str) -> LinearSlope:
-    """Least-squares slope of ``y`` over ``x`` (Jet's linearTrend)."""
+def var_pop(col: ColumnOrName) -> VarPop:
+    """Population variance (n denominator) of a numeric column (Spark's ``var_pop``); null
+    when it has no value.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    VarPop
+    """
+    _checked(col)
+    return VarPop(col)
+
+
+def stddev_samp(col: ColumnOrName) -> StdDev:
+    """Sample standard deviation of a numeric column (Spark's ``stddev_samp``, ``stddev``);
+    null for fewer than 2 values.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    StdDev
+    """
+    _checked(col)
+    return StdDev(col)
+
+
+def stddev_pop(col: ColumnOrName) -> StdDevPop:
+    """Population standard deviation of a numeric column (Spark's ``stddev_pop``); null when
+    it has no value.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    StdDevPop
+    """
+    _checked(col)
+    return StdDevPop(col)
+
+
+def regr_slope(y: ColumnOrName, x: ColumnOrName) -> LinearSlope:
+    """Least-squares slope of ``y`` over ``x`` — Spark's ``regr_slope(y, x)``, in Spark's order:
+    the dependent variable first.
+
+    Rows where ``x`` or ``y`` is null are left out; null for fewer than 2 such rows or when
+    every ``x`` is equal.
+
+    Parameters
+    ----------
+    y : str or Column
+        The dependent variable (numeric).
+    x : str or Column
+        The independent variable (numeric; epoch seconds lose no precision).
+
+    Returns
+    -------
+    LinearSlope
+
+    See Also
+    --------
+    linear_trend : the same slope in Jet's order, ``linear_trend(x, y)``.
+    """
+    _checked(y, x)
     return LinearSlope(x, y)
 
 
-def linear_intercept(x: str, y: str) -> LinearIntercept:
-    """Least-squares intercept of ``y`` over ``x``."""
+def regr_intercept(y: ColumnOrName, x: ColumnOrName) -> LinearIntercept:
+    """Least-squares intercept of ``y`` over ``x`` — Spark's ``regr_intercept(y, x)``, in
+    Spark's order: the dependent variable first. Null when :func:`regr_slope` is.
+
+    Parameters
+    ----------
+    y : str or Column
+        The dependent variable (numeric).
+    x : str or Column
+        The independent variable (numeric).
+
+    Returns
+    -------
+    LinearIntercept
+    """
+    _checked(y, x)
     return LinearIntercept(x, y)
 
 
-def collect_sorted(column: str) -> CollectSorted:
-    """Values of ``column`` as an array sorted by event time."""
-    return CollectSorted(column)
+def linear_trend(x: ColumnOrName, y: ColumnOrName) -> LinearSlope:
+    """Least-squares slope of ``y`` over ``x`` — Jet's ``linearTrend(getX, getY)``, in Jet's
+    order: the independent variable first. ``linear_trend(x, y)`` equals ``regr_slope(y, x)``.
+
+    Parameters
+    ----------
+    x : str or Column
+        The independent variable (numeric; epoch seconds lose no precision).
+    y : str or Column
+        The dependent variable (numeric).
+
+    Returns
+    -------
+    LinearSlope
+
+    See Also
+    --------
+    regr_slope : the same slope in Spark's order, ``regr_slope(y, x)``.
+    """
+    _checked(x, y)
+    return LinearSlope(x, y)
 
 
-sum = sum_
-min = min_
-max = max_
+def collect_sorted(col: ColumnOrName) -> CollectSorted:
+    """The values of a numeric column as an ``array<double>`` in event-time order (ties by
+    value). Order-sensitive, and the only built-in whose state grows with the number of values.
+
+    Parameters
+    ----------
+    col : str or Column
+        A numeric or boolean column, or an expression of one.
+
+    Returns
+    -------
+    CollectSorted
+    """
+    _checked(col)
+    return CollectSorted(col)
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"jetspark.windowing.ops.{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)
+
+
+def linear_slope(x: ColumnOrName, y: ColumnOrName) -> LinearSlope:
+    """Deprecated: the slope of ``y`` over ``x``, arguments in Jet's order (``x`` first).
+
+    Use ``regr_slope(y, x)`` (Spark's order) or ``linear_trend(x, y)`` (Jet's name and order);
+    this one takes the same arguments as ``linear_trend`` and warns with a
+    ``DeprecationWarning``.
+
+    Parameters
+    ----------
+    x : str or Column
+        The independent variable.
+    y : str or Column
+        The dependent variable.
+
+    Returns
+    -------
+    LinearSlope
+    """
+    _deprecated("linear_slope(x, y)", "regr_slope(y, x) or linear_trend(x, y)")
+    _checked(x, y)
+    return LinearSlope(x, y)
+
+
+def linear_intercept(x: ColumnOrName, y: ColumnOrName) -> LinearIntercept:
+    """Deprecated: the intercept of ``y`` over ``x``, arguments ``x`` first.
+
+    Use ``regr_intercept(y, x)`` (Spark's order); warns with a ``DeprecationWarning``.
+
+    Parameters
+    ----------
+    x : str or Column
+        The independent variable.
+    y : str or Column
+        The dependent variable.
+
+    Returns
+    -------
+    LinearIntercept
+    """
+    _deprecated("linear_intercept(x, y)", "regr_intercept(y, x)")
+    _checked(x, y)
+    return LinearIntercept(x, y)
+
+
+# Spark's other names of the same functions, and the underscored names that leave Python's
+# built-ins alone when imported unqualified.
+mean = avg
+variance = var_samp
+stddev = stddev_samp
+sum_ = sum
+min_ = min
+max_ = max

@@ -664,17 +664,18 @@ def test_column_arguments_and_spark_names_equal_spark_on_the_same_expressions(sp
     x2, y = F.col("x") * 2, F.col("y")
     cells = {"n": ops.count(F.col("x")), "s": ops.sum(x2), "m": ops.avg(x2), "lo": ops.min(x2),
              "hi": ops.max("x"), "var": ops.var_samp(x2), "sd": ops.stddev_samp(x2)}
-    more = {"slope": ops.regr_slope(y, "x"), "icpt": ops.regr_intercept("y", F.col("x")),
-            "trend": ops.linear_trend("x", y), "vp": ops.var_pop(x2), "sp": ops.stddev_pop("x")}
+    regr = {"slope": ops.regr_slope(y, "x"), "icpt": ops.regr_intercept("y", F.col("x")),
+            "trend": ops.linear_trend("x", y)}
+    pop = {"vp": ops.var_pop(x2), "sp": ops.stddev_pop("x")}  # no Spark form here: Python
     spark_cols = {"n": F.count("x"), "s": F.sum(x2), "m": F.avg(x2), "lo": F.min(x2), "hi": F.max("x"),
                   "var": F.var_samp(x2), "sd": F.stddev_samp(x2), "slope": F.regr_slope("y", "x"),
                   "icpt": F.regr_intercept("y", "x"), "trend": F.regr_slope("y", "x"),
                   "vp": F.var_pop(x2), "sp": F.stddev_pop("x")}
     runs = [  # (window, Spark's window, aggregates, engine, how many stages run in Python)
         (sliding("30 seconds", "10 seconds"), F.window("ts", "30 seconds", "10 seconds"), cells, "auto", 1),
-        (tumbling("20 seconds"), F.window("ts", "20 seconds"), {**cells, **more}, "auto", 0),
+        (tumbling("20 seconds"), F.window("ts", "20 seconds"), {**cells, **regr}, "auto", 0),
         (sliding("30 seconds", "10 seconds"), F.window("ts", "30 seconds", "10 seconds"),
-         {**cells, **more}, "python", 2),
+         {**cells, **regr, **pop}, "python", 2),
     ]
     for window, spark_window, aggs, engine, python_stages in runs:
         ours = window_aggregate(df, key=F.upper("k"), time=F.col("ts"), window=window, aggs=aggs,
@@ -687,7 +688,7 @@ def test_column_arguments_and_spark_names_equal_spark_on_the_same_expressions(sp
                                F.col("w.end").alias("window_end"), *aggs)
         got = rows_by_window(ours.withColumnRenamed("upper(k)", "k").collect())
         assert_same(got, rows_by_window(theirs.collect()))
-    assert more["slope"].inputs[1] is y  # the user's operation keeps its Column
+    assert regr["slope"].inputs[1] is y  # the user's operation keeps its Column
     with pytest.raises(AggregateError, match=r"'upper\(k\)' is string"):
         window_aggregate(df, key="k", time="ts", window=tumbling("1 second"),
                          aggs={"m": ops.max(F.upper("k"))})

@@ -255,7 +255,7 @@ def test_a_large_value_of_one_key_leaves_another_keys_sliding_sums_exact(big) ->
 def test_variance_and_slope_are_exact_again_once_an_outlier_left_the_window() -> None:
     rows = [("b", 0, 1e9, 1), ("b", 12, 1, 2), ("b", 15, 2, 4), ("b", 25, 3, 6.5), ("b", 26, 5, 10),
             ("b", 35, 4, 8)]
-    aggs = {"v": ops.variance("x"), "slope": ops.linear_slope("x", "y")}
+    aggs = {"v": ops.variance("x"), "slope": ops.regr_slope("y", "x")}
     for use_deduct in (True, False):
         got = _sliding_rows(rows, aggs, use_deduct=use_deduct)[("b", 10)]  # [10 s, 40 s): no 1e9
         assert got["v"] == pytest.approx(np.var([1, 2, 3, 5, 4], ddof=1), rel=1e-12)

@@ -163,3 +163,22 @@ def test_every_builtin_operation_is_listed():
     text = readme.README.read_text()
     assert builtins
     assert [n for n in builtins if f"`{n}`" not in text and f"`{n}(" not in text] == []
+
+
+def test_generated_reference_pages_render_from_the_code():
+    """docs/hooks.py renders the errors table and the API sections the pages ask for: every
+    JetsparkError subclass is listed, and every name a page asks for exists."""
+    import importlib.util
+
+    from jetspark.errors import JetsparkError
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", readme.ROOT / "docs" / "hooks.py")
+    assert spec and spec.loader
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    rendered = {str(page): hooks.on_page_markdown(page.read_text(), None, None, None)
+                for page in readme.pages()}
+    assert not [p for p, text in rendered.items() if "<!-- generated:" in text]
+    errors = rendered[str(readme.ROOT / "docs" / "reference" / "errors.md")]
+    assert "`JETSPARK_OPTION_ERROR`" in errors
+    assert all(f"`{cls.__name__}`" in errors for cls in hooks._subclasses(JetsparkError))

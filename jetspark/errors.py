@@ -22,7 +22,6 @@ that class. Every jetspark error has a stable condition, :attr:`JetsparkError.co
 
 from __future__ import annotations
 
-import ast
 import importlib
 import re
 
@@ -118,6 +117,8 @@ _OPTION_MESSAGE = re.compile(r"option (?P<option>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|
 
 
 def _literal(text: str) -> object:
+    import ast  # only when an error is rebuilt: `import jetspark` stays light
+
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):

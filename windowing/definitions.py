@@ -33,7 +33,7 @@ def duration_us(value: Duration, what: str) -> int:
         try:
             us = parse_duration_ms(value, option=what) * 1000
         except JetsparkError as e:
-            raise WindowDefinitionError(str(e)) from None
+            raise WindowDefinitionError(str(e)) from None  # names the window's argument
     else:
         raise WindowDefinitionError(f"{what}: expected a duration, got {value!r}")
     if us <= 0:
@@ -91,16 +91,71 @@ def _human(us: int) -> str:
 
 
 def sliding(size: Duration, slide: Duration) -> SlidingWindow:
-    """Sliding windows of ``size`` every ``slide``; ``size`` must be a multiple of ``slide``."""
+    """Sliding windows ``[start, start + size)``, one starting every ``slide``, aligned to the
+    epoch as Spark's ``window(time, size, slide)``.
+
+    Parameters
+    ----------
+    size : str, int, float or timedelta
+        The window's length: ``"30 seconds"``, a number of milliseconds, or a timedelta.
+        A whole multiple of ``slide`` (frames are one slide long: Jet's sliding window policy).
+    slide : str, int, float or timedelta
+        The distance between two windows' starts.
+
+    Returns
+    -------
+    SlidingWindow
+
+    Raises
+    ------
+    WindowDefinitionError
+        A duration that is not positive or not understood, or a ``size`` that is no multiple
+        of ``slide`` (the message proposes sizes and a slide that are).
+    """
     return SlidingWindow(duration_us(size, "window size"), duration_us(slide, "window slide"))
 
 
 def tumbling(size: Duration) -> SlidingWindow:
-    """Tumbling windows: ``sliding(size, size)``."""
+    """Tumbling windows: back-to-back windows of ``size``, ``sliding(size, size)``, as Spark's
+    ``window(time, size)``.
+
+    Parameters
+    ----------
+    size : str, int, float or timedelta
+        The window's length: ``"1 minute"``, a number of milliseconds, or a timedelta.
+
+    Returns
+    -------
+    SlidingWindow
+
+    Raises
+    ------
+    WindowDefinitionError
+        A duration that is not positive or not understood.
+    """
     s = duration_us(size, "window size")
     return SlidingWindow(s, s)
 
 
 def session(timeout: Duration) -> SessionWindow:
-    """Session windows closing after ``timeout`` without events for the key."""
+    """Session windows: a key's session closes after ``timeout`` without its events, as
+    Spark's ``session_window(time, timeout)``.
+
+    A session is ``[first event, last event + timeout)``: an event that falls inside a
+    key's session extends it (the same sessions as Spark's ``session_window``).
+
+    Parameters
+    ----------
+    timeout : str, int, float or timedelta
+        The gap that ends a session: ``"5 minutes"``, a number of milliseconds, or a timedelta.
+
+    Returns
+    -------
+    SessionWindow
+
+    Raises
+    ------
+    WindowDefinitionError
+        A duration that is not positive or not understood.
+    """
     return SessionWindow(duration_us(timeout, "session timeout"))

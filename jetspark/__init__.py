@@ -3,14 +3,68 @@
 Subpackages: ``jetspark.datasources`` (jetkafka, jetrabbitmq, watermarks),
 ``jetspark.sinks`` (jdbc, kafka), ``jetspark.windowing`` (frame windowing), ``jetspark.inspect``;
 ``jetspark.devtools`` is development tooling (local services, the demo, the CLI), not the library.
+
+The public API is importable from here: ``from jetspark import window_aggregate, sliding,
+tumbling, session, ops, read_kafka_stream, read_rabbitmq_stream``, and the errors
+(``JetsparkError``, ``OptionError``, ``jetspark_error_of``, ``is_jetspark_error``). Type
+checkers and IDEs see every name through the ``TYPE_CHECKING`` imports below; at run time the
+windowing and stream helpers are imported on first use (PEP 562 ``__getattr__``), so
+``import jetspark`` stays light (it does not import pyspark, pyarrow or numpy): Spark's Python
+workers import ``jetspark`` for every task.
 """
 
+from importlib import import_module as _import_module
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
-from jetspark.errors import JetsparkError, OptionError
+from jetspark.errors import JetsparkError, OptionError, is_jetspark_error, jetspark_error_of
 
-__all__ = ["JetsparkError", "OptionError", "__version__"]
+if TYPE_CHECKING:  # the same names as _LAZY below, for type checkers and IDEs
+    from jetspark.datasources.kafka.stream import read_kafka_stream
+    from jetspark.datasources.rabbitmq.stream import read_rabbitmq_stream
+    from jetspark.windowing import ops, session, sliding, tumbling, window_aggregate
+
+#: Public name → the module it is imported from on first use.
+_LAZY = {
+    "read_kafka_stream": "jetspark.datasources.kafka.stream",
+    "read_rabbitmq_stream": "jetspark.datasources.rabbitmq.stream",
+    "ops": "jetspark.windowing",
+    "session": "jetspark.windowing",
+    "sliding": "jetspark.windowing",
+    "tumbling": "jetspark.windowing",
+    "window_aggregate": "jetspark.windowing",
+}
+
+__all__ = [
+    "JetsparkError",
+    "OptionError",
+    "__version__",
+    "is_jetspark_error",
+    "jetspark_error_of",
+    "ops",
+    "read_kafka_stream",
+    "read_rabbitmq_stream",
+    "session",
+    "sliding",
+    "tumbling",
+    "window_aggregate",
+]
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name of :data:`_LAZY` on first use (then it is a plain attribute)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jetspark' has no attribute {name!r}")
+    value = getattr(_import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 try:  # one version source: pyproject.toml's, as installed
     __version__: str = _version("jetspark")

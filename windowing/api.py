@@ -133,12 +133,14 @@ def window_aggregate(
     buckets : int, default 16
         Number of state groups of a streaming query; fixed for the life of its checkpoint.
     state_api : {"transformWithStateInPandas", "applyInPandasWithState"}
-        Spark's stateful API of a streaming query (see :mod:`.stateful` for the default).
+        Spark's stateful API of a streaming query; the default, the first, is the faster
+        (:mod:`jetspark.windowing.stateful` says why).
     engine : {"auto", "python", "native"}, default "auto"
         ``"auto"``: static tumbling windows of built-in operations run as Spark's own
-        aggregation; static sliding windows of operations Spark can accumulate (count, sum,
-        avg, min, max, var_samp, stddev_samp) take their per-(key, frame) cells from Spark's
-        aggregation, so only the combining stage runs in Python; a streaming query runs on
+        aggregation (all but var_pop, stddev_pop and collect_sorted); static sliding windows
+        of operations Spark can accumulate (count, sum, avg, min, max, var_samp,
+        stddev_samp) take their per-(key, frame) cells from Spark's aggregation, so only the
+        combining stage runs in Python; a streaming query runs on
         the Python engine, which emits a window in the micro-batch whose watermark closes
         it. ``"python"``: never Spark's aggregation. ``"native"``: as ``"auto"``, and a
         streaming tumbling window of built-in operations without early results is Spark's

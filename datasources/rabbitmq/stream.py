@@ -11,11 +11,33 @@ def read_rabbitmq_stream(spark, options: Mapping[str, str] | None = None, /, *,
                          metrics_name: str | None = "jetrabbitmq", **more: str):
     """``spark.readStream.format("jetrabbitmq")`` with the options, observed, watermark applied.
 
-    Options are those of the ``jetrabbitmq`` format (``url``, ``queue``, ``walLocation``,
-    ``watermark.lag``, …), as a mapping and/or keyword arguments. What it returns and
-    observes: :func:`jetspark.datasources.stream.read_stream`, as for
-    :func:`jetspark.datasources.read_kafka_stream`; the queue's watermark is in the end
-    offset's ``partitions[queue]["0"]``.
+    Parameters
+    ----------
+    spark : SparkSession
+        A classic or Spark Connect session (over Connect the server must have jetspark).
+    options : Mapping[str, str], optional
+        Options of the ``jetrabbitmq`` format (``url``, ``queue``, ``walLocation``,
+        ``watermark.lag``, …); values are passed as strings.
+    metrics_name : str or None, default "jetrabbitmq"
+        Name of the observed metrics of each micro-batch (``records``, ``lateRecords``,
+        ``watermark``); None: no observation.
+    **more : str
+        More options, as keyword arguments; they win over ``options``.
+
+    Returns
+    -------
+    DataFrame
+        The streaming DataFrame after ``withWatermark("watermark", "0 seconds")``, as
+        :func:`jetspark.datasources.read_kafka_stream` (see
+        :func:`jetspark.datasources.stream.read_stream`); the queue's watermark is in the end
+        offset's ``partitions[queue]["0"]``.
+
+    Raises
+    ------
+    jetspark.errors.SparkConnectError
+        Over Spark Connect, when the server cannot run the source. An invalid option fails
+        the query when Spark plans it, wrapped by Spark: find it with
+        :func:`jetspark.errors.jetspark_error_of`.
     """
     from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 

@@ -1,8 +1,10 @@
 """jetspark.windowing — Jet-style frame windowing on Spark Structured Streaming.
 
 ``window_aggregate(df, key=…, time=…, window=sliding(…) | tumbling(…) | session(…),
-aggs={"n": ops.count(), …})``; operations in :mod:`.ops`, user-defined ones by
-subclassing :class:`AggregateOperation` (see :mod:`.aggregate_operation`).
+aggs={"n": ops.count(), "slope": ops.regr_slope("y", F.col("x") / 1000), …})``; operations
+in :mod:`.ops` under Spark's names and argument order, user-defined ones by subclassing
+:class:`AggregateOperation` (see :mod:`.aggregate_operation`). Every column argument is a
+name or a ``Column`` (:mod:`.inputs`).
 
 In Jet's words: :mod:`.definitions` are the user's windows; :mod:`.policy` is the sliding
 window policy (frame arithmetic only); :mod:`.accumulate_by_frame` is stage 1 (events →

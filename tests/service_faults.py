@@ -5,6 +5,7 @@ the checks every fault test ends with (nothing open or prepared left behind)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import signal
 import subprocess
@@ -12,15 +13,22 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from jetspark.devtools.services import kafka, postgres
+from jetspark.devtools.services import kafka, postgres, process
 from jetspark.devtools.services.process import stop
 from jetspark.devtools.services.registry import ServiceRecord
 
 
-def _kill(record: ServiceRecord, sig: int = signal.SIGKILL) -> None:
-    """``sig`` to each process of ``record``; returns once its whole group is gone."""
+def _kill(record: ServiceRecord, sig: int = signal.SIGKILL, timeout_s: float = 60) -> None:
+    """``sig`` to each process of ``record``; returns once each is reaped. A JVM's main thread
+    turns zombie while its other threads still exit holding the sockets, so "a zombie" is not
+    yet "gone": a restart on the same ports would find them taken."""
     for proc in record.processes:
         stop(dataclasses.replace(proc, stop_signal=sig), grace_s=30)
+        deadline = time.monotonic() + timeout_s
+        while os.path.exists(f"/proc/{proc.pid}"):
+            assert time.monotonic() < deadline, f"{record.name} (pid {proc.pid}) not reaped in {timeout_s} s"
+            process._reap()
+            time.sleep(0.05)
 
 
 class PrivateKafka:

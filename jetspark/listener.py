@@ -160,13 +160,14 @@ def offsets_behind_latest(progress) -> list[dict[str, float] | None]:
     out: list[dict[str, float] | None] = []
     for source in progress.get("sources") or []:
         found = {k: float(v) for k, v in (source.get("metrics") or {}).items() if k in BEHIND_METRICS}
-        if not found and source.get("latestOffset"):
+        latest = source.get("latestOffset")
+        if not found and isinstance(latest, str):  # a progress's JSON has it parsed already
             try:
-                latest = json.loads(source["latestOffset"])
-            except (TypeError, ValueError):
+                latest = json.loads(latest)
+            except ValueError:
                 latest = None
-            if isinstance(latest, Mapping):
-                found = {k: float(latest[k]) for k in BEHIND_METRICS if k in latest}
+        if not found and isinstance(latest, Mapping):
+            found = {k: float(latest[k]) for k in BEHIND_METRICS if k in latest}
         out.append(found or None)
     return out
 

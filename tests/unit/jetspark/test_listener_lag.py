@@ -20,3 +20,6 @@ def test_lag_from_sparks_metrics_and_from_jetkafkas_latest_offset():
     as_float = {k: float(v) for k, v in figures.items()}
     assert offsets_behind_latest(progress) == [as_float, as_float, None, None]
     assert offsets_behind_latest(json.dumps(progress))[1] == as_float
+    # a StreamingQueryProgress's JSON carries the offsets parsed
+    progress["sources"][1]["latestOffset"] = json.loads(progress["sources"][1]["latestOffset"])
+    assert offsets_behind_latest(progress)[1] == as_float

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from jetspark.datasources.stream import read_stream
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
-def read_rabbitmq_stream(spark, options: Mapping[str, str] | None = None, /, *,
-                         metrics_name: str | None = "jetrabbitmq", **more: str):
+
+def read_rabbitmq_stream(spark: SparkSession, options: Mapping[str, str] | None = None, /, *,
+                         metrics_name: str | None = "jetrabbitmq", **more: str) -> DataFrame:
     """``spark.readStream.format("jetrabbitmq")`` with the options, observed, watermark applied.
 
     Parameters

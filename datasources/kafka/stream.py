@@ -9,9 +9,10 @@ from jetspark.datasources.stream import read_stream
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 
-def read_kafka_stream(spark: SparkSession, options: Mapping[str, str] | None = None, /, *,
+def read_kafka_stream(spark: SparkSession | ConnectSession, options: Mapping[str, str] | None = None, /, *,
                       metrics_name: str | None = "jetkafka", **more: str) -> DataFrame:
     """``spark.readStream.format("jetkafka")`` with the options, observed, watermark applied.
 

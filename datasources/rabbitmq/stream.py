@@ -9,9 +9,10 @@ from jetspark.datasources.stream import read_stream
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 
-def read_rabbitmq_stream(spark: SparkSession, options: Mapping[str, str] | None = None, /, *,
+def read_rabbitmq_stream(spark: SparkSession | ConnectSession, options: Mapping[str, str] | None = None, /, *,
                          metrics_name: str | None = "jetrabbitmq", **more: str) -> DataFrame:
     """``spark.readStream.format("jetrabbitmq")`` with the options, observed, watermark applied.
 

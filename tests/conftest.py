@@ -61,12 +61,27 @@ def amqp_url(endpoints: Endpoints) -> str:
     return endpoints.amqp_url
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "spark_kafka: needs Spark's own Kafka connector (spark-sql-kafka) in the shared session")
+
+
 @pytest.fixture(scope="session")
-def spark():
-    """One local Spark session for the whole run (local[2], UI off, RocksDB state)."""
+def spark(request: pytest.FixtureRequest):
+    """One local Spark session for the whole run (local[2], UI off, RocksDB state).
+
+    When a collected test is marked ``spark_kafka``, the session also loads Spark's own Kafka
+    connector (``format("kafka")``, from Maven Central, cached): a few jars on the classpath of
+    the one JVM, where a second JVM for Spark's side would cost its start-up on every run.
+    """
     from jetspark.devtools.spark import local_session
 
-    session = local_session("jetspark-tests")
+    conf: dict[str, str] = {}
+    if any(item.get_closest_marker("spark_kafka") for item in request.session.items):
+        from jetspark.devtools.maven import SPARK_KAFKA, spark_jars_conf
+
+        conf = spark_jars_conf(SPARK_KAFKA)
+    session = local_session("jetspark-tests", conf=conf)
     yield session
     session.stop()
 

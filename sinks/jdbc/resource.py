@@ -138,7 +138,11 @@ class PostgresResource(TransactionalResource):
             self._key = None
             return
         try:
-            self.conn.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(handle)))
+            try:
+                self.conn.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(handle)))
+            except psycopg.OperationalError:  # the session broke (a server restart): once more on a new one
+                self.close()
+                self.conn.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(handle)))
         except errors.UndefinedObject:
             key = parse_gid(handle)
             if key is not None and self._marker_exists(key):

@@ -125,7 +125,6 @@ HEADER_OVERHEAD = 10
 """A header's framing: the varint lengths of its name and value."""
 MAX_TOPIC_BYTES = 512
 MAX_REASON_BYTES = 2048
-CUT = HEADER + "cut"
 _PARTS = ("value", "headers", "key")  # what a dead letter may drop, the largest first
 
 
@@ -153,7 +152,7 @@ def dead_letter(rejection: Rejection, reason: str, task: PartitionKey, value: ob
         parts[part], sizes[part], must_drop = None, 0, False
     over = reserve + sum(sizes.values()) - budget
     if over > 0:  # a message.max.bytes of a few hundred bytes: the reason gives way
-        marks[2] = ("reason", cut_text(reason, max(0, len(reason.encode()) - over - 32), cut, "reason"))
+        marks[2] = ("reason", cut_text(reason, max(0, _size(reason) - over - 32), cut, "reason"))
     if cut:
         marks.append(("cut", ",".join(dict.fromkeys(cut))))
     letter_headers = [*((HEADER + name, text) for name, text in marks), *(parts["headers"] or ())]

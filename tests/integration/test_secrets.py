@@ -1,40 +1,44 @@
-"""No secret anywhere: a canary planted in every secret-bearing option of every format.
+"""No secret anywhere: a canary planted in every secret-bearing option of every format, searched
+for in the output of every process.
 
 The canary goes into jetkafka (source and sink), jetrabbitmq and jetjdbc options, misspelt and
 rejected ones included. Failing paths (a rejected or unknown option, a malformed url, a wrong
-password, an unreachable broker) and succeeding ones run; then the exceptions (str, repr and
-the Py4J/Spark-wrapped chain), everything the process and Spark's JVM wrote to stdout/stderr
-(Spark's log: the test session logs to the console), Python's log records, and every file of
-the checkpoints and the WAL folder are searched. The canary appears nowhere. Last, ``jetspark
-inspect`` (table and ``--json``) reads the jetkafka and jetrabbitmq checkpoints with the canary
-in its URLs, its walLocation and a ``--kafka-config`` file: not in its output either.
+password, an unreachable broker, a config librdkafka quotes a piece of) and succeeding ones run
+in a driver script of their own (tests/integration/scripts/secrets_canary_query.py) with its
+stdout and stderr captured: its Python logging, its Spark JVM's log (log4j at INFO) and its
+Python workers' stderr (Spark copies it to the JVM's) land there. Then the exceptions (str,
+repr and the Py4J/Spark-wrapped chain), that output, and every file of the checkpoints and
+the WAL folder are searched; and ``jetspark inspect`` (table and ``--json``), run here, reads
+the jetkafka and jetrabbitmq checkpoints with the canary in its URLs, its walLocation and a
+``--kafka-config`` file. The canary appears nowhere. Over Spark Connect, a client sends such
+options to a server: the client's output and the server's log (its JVM and its Python workers)
+are searched too.
+
+The search can fail: a test-only UDF logs a marker from a Python worker (the driver's, and
+the Connect server's), and the marker is found where the canary is looked for.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import traceback
+import re
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from pyspark_jetkafka import DefaultSource as JetKafka
 
-from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 from jetspark.devtools.cli import main as jetspark_cli
-from jetspark.sinks.jdbc.writer import JdbcDataSource
-from tests.integration.scripts.rabbitmq_common import publish
+from jetspark.devtools.services.registry import ServiceRecord
+from tests.faults_harness import run_script
 
 pytestmark = pytest.mark.integration
 
 CANARY = f"Canary{uuid.uuid4().hex[:12]}"
-UNKNOWN = {"pasword": CANARY, "sasl.password": CANARY}  # misspelt, and without the kafka. prefix
-KAFKA_SECRETS = {  # settings librdkafka accepts; ignored on a PLAINTEXT listener
-    "kafka.sasl.password": CANARY,
-    "kafka.ssl.key.password": CANARY,
-}
+SCRIPTS = Path(__file__).parent / "scripts"
+JVM_LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d INFO \w+: ", re.MULTILINE)  # log4j's console
 
 
 def _with_password(url: str, password: str) -> str:
@@ -43,171 +47,101 @@ def _with_password(url: str, password: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def _texts(error: BaseException) -> list[str]:
-    """str, repr and formatted traceback of ``error`` and its cause/context chain, with the
-    Java side of Py4J/Spark-wrapped exceptions."""
-    out: list[str] = []
-    seen: set[int] = set()
-    e: BaseException | None = error
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        out += [str(e), repr(e), "".join(traceback.format_exception(e))]
-        for attr in ("desc", "stackTrace", "java_exception"):
-            value = getattr(e, attr, None)
-            if value is not None:
-                out.append(str(value))
-        getter = getattr(e, "getMessage", None)
-        if callable(getter):
-            out.append(str(getter()))
-        e = e.__cause__ or e.__context__
-    return out
-
-
 def _files(root: Path) -> list[bytes]:
     return [p.read_bytes() for p in root.rglob("*") if p.is_file()]
 
 
-@pytest.fixture(scope="module")
-def sspark(spark):
-    for source in (JetKafka, RabbitMQDataSource, JdbcDataSource):
-        spark.dataSource.register(source)
-    return spark
+def _found_in(marker: str, places: dict[str, str | bytes]) -> list[str]:
+    """The places whose text holds ``marker``."""
+    return [where for where, text in places.items()
+            if (marker.encode() if isinstance(text, bytes) else marker) in text]
 
 
-def test_the_canary_appears_nowhere(sspark, kafka_bootstrap, kafka_topic, amqp_url, rabbit_queue, pg_dsn,
-                                    pg_schema, tmp_path, capfd, caplog):
-    spark = sspark
+def _run(script: str, config: dict, tmp_path: Path, timeout_s: float) -> str:
+    """Run ``script`` with ``config``; its stdout and stderr (with its JVM's and workers')."""
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    run = run_script(SCRIPTS / script, str(tmp_path / "config.json"), state_dir=tmp_path, timeout_s=timeout_s)
+    run.check_ok()
+    assert "RESULT ok" in run.output
+    return run.output
+
+
+def test_the_canary_appears_nowhere(kafka_bootstrap, kafka_topic, amqp_url, rabbit_queue, pg_dsn, pg_schema,
+                                    tmp_path, capfd, caplog):
     caplog.set_level(logging.INFO)
-    texts: list[str] = []
-
-    def fails(run, must_name: str) -> None:
-        with pytest.raises(Exception) as e:
-            run()
-        found = _texts(e.value)
-        assert any(must_name in t for t in found), found[0]  # the error names the option
-        texts.extend(found)
-
-    def stream(reader, name: str) -> None:
-        query = (reader.load().writeStream.format("noop")
-                 .option("checkpointLocation", str(tmp_path / "cp" / name))
-                 .trigger(availableNow=True).start())
-        query.awaitTermination(120)
-        assert query.exception() is None
-
-    # --- jetkafka sink: succeeds (secrets set, ignored on PLAINTEXT), then fails ---------------
-    topic = kafka_topic()
-    rows = spark.createDataFrame([(str(i), f"v{i}") for i in range(3)], "key string, value string")
-
-    def sink(**options):
-        writer = (rows.write.format("jetkafka").mode("append").option("topic", topic)
-                  .option("guarantee", "at-least-once").option("commit", "none"))
-        for k, v in options.items():
-            writer = writer.option(k, v)
-        writer.save()
-
-    sink(**{"kafka.bootstrap.servers": kafka_bootstrap, **KAFKA_SECRETS})
-    fails(lambda: sink(**{"kafka.bootstrap.servers": kafka_bootstrap, **UNKNOWN}), "pasword")
-    fails(lambda: sink(**{"kafka.bootstrap.servers": kafka_bootstrap,
-                          "kafka.sasl.jaas.config": f'x required password="{CANARY}";'}), "sasl.jaas.config")
-    fails(lambda: sink(**{"kafka.bootstrap.servers": "127.0.0.1:1",
-                          "kafka.security.protocol": "sasl_plaintext",
-                          "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.username": "u",
-                          "kafka.message.timeout.ms": "2000", **KAFKA_SECRETS}), "127.0.0.1:1")
-
-    # --- jetkafka source: reads those rows (secrets set), then fails -----------------------------
-    def kafka_source(**options):
-        reader = spark.readStream.format("jetkafka").option("subscribe", topic).option(
-            "startingOffsets", "earliest")
-        for k, v in options.items():
-            reader = reader.option(k, v)
-        return reader
-
-    query = (kafka_source(**{"kafka.bootstrap.servers": kafka_bootstrap, **KAFKA_SECRETS,
-                             "watermark.lateRecords": "keep"}).load()
-             .where("NOT heartbeat").selectExpr("CAST(value AS STRING) AS value").writeStream.format("memory")
-             .queryName("secrets_kafka").option("checkpointLocation", str(tmp_path / "cp" / "kafka"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination(120)
-    assert sorted(r.value for r in spark.table("secrets_kafka").collect()) == ["v0", "v1", "v2"]
-    fails(lambda: stream(kafka_source(**{"kafka.bootstrap.servers": kafka_bootstrap, **UNKNOWN}), "k1"),
-          "pasword")
-    fails(lambda: stream(kafka_source(**{
-        "kafka.bootstrap.servers": kafka_bootstrap, **KAFKA_SECRETS,
-        "kafka.sasl.jaas.config": f'org.apache.kafka.common.security.plain.PlainLoginModule required '
-                                  f'username="u" password="{CANARY}";',
-        "kafka.sasl.pasword": CANARY}), "k2"), "kafka.sasl")
-
-    # --- jetrabbitmq: succeeds, then fails -------------------------------------------------------
-    wal = tmp_path / f"u:{CANARY}@wal"  # a folder name that looks like userinfo: never shown
-    publish(amqp_url, rabbit_queue, ["m1", "m2"])
-
-    def rabbit(url: str, wal_location: str = str(wal), **options):
-        reader = (spark.readStream.format("jetrabbitmq").option("url", url).option("queue", rabbit_queue)
-                  .option("walLocation", wal_location).option("reconnectTimeout", "1s"))
-        for k, v in options.items():
-            reader = reader.option(k, v)
-        return reader
-
-    stream(rabbit(amqp_url), "rabbit")
+    out = tmp_path / "out"
+    out.mkdir()
+    wal = out / f"u:{CANARY}@wal"  # a folder name that looks like userinfo: never shown
+    leak = f"Leak{uuid.uuid4().hex[:12]}"
+    driver = _run("secrets_canary_query.py", {
+        "canary": CANARY, "leak": leak, "out": str(out), "wal": str(wal), "kafka_bootstrap": kafka_bootstrap,
+        "topic": kafka_topic(), "amqp_url": amqp_url, "queue": rabbit_queue, "pg_dsn": pg_dsn,
+        "pg_schema": pg_schema}, tmp_path, timeout_s=900)
+    texts = json.loads((out / "texts.json").read_text())
+    assert JVM_LOG_LINE.search(driver), "the driver JVM's log is in the output"
     assert _files(wal), "the WAL folder holds the dedup and lease files"
-    fails(lambda: stream(rabbit(amqp_url, **UNKNOWN), "r1"), "pasword")
-    fails(lambda: stream(rabbit(" " + _with_password(amqp_url, CANARY)), "r2"), "url")
-    fails(lambda: stream(rabbit(_with_password(amqp_url, CANARY) + f"?ssl_options={CANARY}"), "r3"), "url")
-    fails(lambda: stream(rabbit(_with_password(amqp_url, CANARY), str(tmp_path / "wal2")), "r4"),
-          urlsplit(amqp_url).hostname)
-    fails(lambda: stream(rabbit(amqp_url, f"nosuchfs://key:{CANARY}@bucket/w?secret_key={CANARY}"), "r5"),
-          "walLocation")
-
-    # --- jetjdbc: succeeds (an unused sslpassword in the URL), then fails ------------------------
-    table = f"{pg_schema}.events"
-
-    def jdbc(url: str, **options):
-        writer = (rows.write.format("jetjdbc").mode("append").option("url", url).option("table", table)
-                  .option("createTable", "true").option("commit", "none")
-                  .option("guarantee", "at-least-once"))
-        for k, v in options.items():
-            writer = writer.option(k, v)
-        writer.save()
-
-    sep = "&" if "?" in pg_dsn else "?"
-    jdbc(f"{pg_dsn}{sep}sslpassword={CANARY}")
-    fails(lambda: jdbc(pg_dsn, **UNKNOWN), "pasword")
-    # a wrong password, in the URL and as the option: refused
-    fails(lambda: jdbc(_with_password(pg_dsn, CANARY), password=CANARY), "PostgreSQL")
-    parts = urlsplit(pg_dsn)
-    fails(lambda: jdbc(f"host={parts.hostname} port={parts.port} user={parts.username} "
-                       f"dbname={parts.path.lstrip('/')} password='it\\'s {CANARY}'"), "PostgreSQL")
-    unreachable = urlunsplit(parts._replace(netloc=f"{parts.username}:{CANARY}@127.0.0.1:1"))
-    fails(lambda: jdbc(unreachable, password=CANARY), "PostgreSQL")
-    fails(lambda: jdbc(f"mysql://u:{CANARY}@h/db"), "url")
 
     # --- jetspark inspect on the jetkafka and jetrabbitmq checkpoints -----------------------------
-    out, err = capfd.readouterr()
+    shown_out, shown_err = capfd.readouterr()
     kafka_config = tmp_path / "client.properties"
     kafka_config.write_text(f"bootstrap.servers={kafka_bootstrap}\nsasl.password={CANARY}\n")
     for output in ([], ["--json"]):
-        code = jetspark_cli(["inspect", str(tmp_path / "cp" / "kafka"), "--kafka-config", str(kafka_config),
+        code = jetspark_cli(["inspect", str(out / "cp" / "kafka"), "--kafka-config", str(kafka_config),
                              "--pg", _with_password(pg_dsn, CANARY), *output])
-        shown, shown_err = capfd.readouterr()
-        assert code == 1 and "postgresql: PostgreSQL at" in shown, shown + shown_err  # the wrong password
+        shown, err = capfd.readouterr()
+        assert code == 1 and "postgresql: PostgreSQL at" in shown, shown + err  # the wrong password
         if output:
             lags = [p["lag"] for p in json.loads(shown)["kafka"]]
             assert lags and set(lags) == {0}, shown  # Kafka was asked (with the file's settings)
-        code = jetspark_cli(["inspect", str(tmp_path / "cp" / "rabbit"), "--wal-location", str(wal),
+        code = jetspark_cli(["inspect", str(out / "cp" / "rabbit"), "--wal-location", str(wal),
                              "--amqp", _with_password(amqp_url, CANARY), "--queue", rabbit_queue, *output])
-        shown_rabbit, shown_rabbit_err = capfd.readouterr()
-        assert code == 1, shown_rabbit + shown_rabbit_err  # the wrong password: rabbitmq is an error
+        shown_rabbit, err_rabbit = capfd.readouterr()
+        assert code == 1, shown_rabbit + err_rabbit  # the wrong password: rabbitmq is an error
         assert "rabbitmq: RabbitMQ at" in shown_rabbit and "***@wal" in shown_rabbit, shown_rabbit
         if output:
             assert json.loads(shown_rabbit)["wal"]["lease"]["files"] >= 1  # the WAL folder was read
-        out, err = out + shown + shown_rabbit, err + shown_err + shown_rabbit_err
+        shown_out += shown + shown_rabbit
+        shown_err += err + err_rabbit
 
     # --- nowhere ---------------------------------------------------------------------------------
-    out_rest, err_rest = capfd.readouterr()
-    out, err = out + out_rest, err + err_rest
-    logs = "\n".join(r.getMessage() for r in caplog.records)
-    for where, text in (("exceptions", "\n".join(texts)), ("stdout", out), ("stderr/Spark log", err),
-                        ("Python logs", logs)):
-        assert CANARY not in text, f"the canary is in the {where}"
-    for content in _files(tmp_path / "cp") + _files(wal):
-        assert CANARY.encode() not in content
+    rest_out, rest_err = capfd.readouterr()
+    places: dict[str, str | bytes] = {
+        "exceptions": "\n".join(texts), "driver's output (its logging, JVM log, workers' stderr)": driver,
+        "test's stdout": shown_out + rest_out, "test's stderr": shown_err + rest_err,
+        "test's Python logs": "\n".join(r.getMessage() for r in caplog.records),
+        **{f"checkpoint file {i}": content for i, content in enumerate(_files(out / "cp"))},
+        **{f"WAL file {i}": content for i, content in enumerate(_files(wal))},
+    }
+    assert _found_in(leak, places) == ["driver's output (its logging, JVM log, workers' stderr)"]
+    assert _found_in(CANARY, places) == []
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory) -> Iterator[ServiceRecord]:
+    """A Spark Connect server of this module (as tests/conftest.py's ``spark_connect``): its
+    record, whose folder holds its log (``server.log``: its JVM's and Python workers' output)."""
+    from jetspark.devtools.services import spark_connect
+    from jetspark.devtools.services.process import stop
+
+    record = spark_connect.start(tmp_path_factory.mktemp("secrets-connect"))
+    yield record
+    for process in record.processes:
+        stop(process)
+
+
+def test_the_canary_appears_nowhere_over_spark_connect(connect_server, kafka_bootstrap, kafka_topic, pg_dsn,
+                                                       pg_schema, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    leak = f"Leak{uuid.uuid4().hex[:12]}"
+    log = Path(connect_server.data_dir) / "server.log"
+    client = _run("secrets_canary_connect.py", {
+        "remote": connect_server.endpoint, "canary": CANARY, "leak": leak, "out": str(out),
+        "kafka_bootstrap": kafka_bootstrap, "topic": kafka_topic(), "pg_dsn": pg_dsn, "pg_schema": pg_schema},
+        tmp_path, timeout_s=600)
+    places: dict[str, str | bytes] = {
+        "exceptions": "\n".join(json.loads((out / "texts.json").read_text())),
+        "client's output": client, "Connect server's log": log.read_bytes()}
+    assert JVM_LOG_LINE.search(log.read_text(errors="replace")), "the server JVM's log is in server.log"
+    assert _found_in(leak, places) == ["Connect server's log"]
+    assert _found_in(CANARY, places) == []

@@ -155,8 +155,8 @@ def ongoing_transactions(bootstrap: str, prefix: str) -> list[str]:
                                             "--bootstrap-server", bootstrap, "list"),
                          capture_output=True, text=True, timeout=120, check=True).stdout
     done = ("Empty", "CompleteCommit", "CompleteAbort", "Dead")
-    return [line for line in out.splitlines()
-            if line.startswith(prefix) and not any(f" {state}" in line for state in done)]
+    # columns: TransactionalId, Coordinator, ProducerId, TransactionState (tab-separated, padded)
+    return [line for line in out.splitlines() if line.startswith(prefix) and line.split()[-1] not in done]
 
 
 class PrivatePostgres:

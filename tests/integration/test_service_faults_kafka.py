@@ -172,12 +172,19 @@ def cluster():
 def _coordinating_node(cluster: KafkaCluster) -> int:
     """The node that coordinates every transaction: the leader of ``__transaction_state``'s one
     partition, made by a first transactional producer (and the groups' ``__consumer_offsets``)."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "fault-test-warmup"})
     producer.init_transactions(60)
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "fault-test-warmup"})
-    consumer.committed([TopicPartition("__transaction_state", 0)], timeout=60)
+    deadline = time.monotonic() + 60
+    while True:  # the group coordinator answers once its new partition is loaded
+        try:
+            consumer.committed([TopicPartition("__transaction_state", 0)], timeout=10)
+            break
+        except KafkaException:
+            assert time.monotonic() < deadline, "the cluster's group coordinator did not answer in 60 s"
+            time.sleep(0.5)
     consumer.close()
     return cluster.leaders("__transaction_state")[0]
 

@@ -5,8 +5,8 @@ A server of the test's own (never the shared one) is crashed while a task COPYs,
 tasks' PREPARE and the driver's COMMIT PREPARED, while the driver commits, and while a task
 recovers a previous run's prepared transactions — for ``commit=two-phase``, ``task`` and
 ``upsert``. The query is held at the fault point (``jetspark.faults``, ``:hold``) while the
-server goes down and comes back, then let go. Spark runs ``local[2,4]``, as a cluster retries
-a failed task (``spark.task.maxFailures=4``): a task whose connection died is retried, the
+server goes down and comes back, then let go. Spark runs ``local[1,4]``, retrying a failed task
+as a cluster does (``spark.task.maxFailures=4``): a task whose connection died is retried, the
 prepared transactions outlive the crash, the driver commits them on a new connection, and the
 query rides through (were it to fail, the error must say what happened and a restart on the
 same checkpoint must complete). Every row ends up once in the table, no prepared transaction
@@ -39,7 +39,10 @@ pytestmark = pytest.mark.integration
 
 SCRIPT = Path(__file__).parent / "scripts" / "sink_jdbc_query.py"
 TOTAL, STEP = 2000, 1000  # two micro-batches of two partitions each
-MASTER = "local[2,4]"
+MASTER = "local[1,4]"
+"""One task at a time, each retried up to 4 times as on a cluster (``spark.task.maxFailures``):
+while the held task waits for the gate no other task runs into the server going down, so every
+task that loses its session is retried against a server that is up again."""
 HANG_BOUND_S = 300
 """How long a run may take in all (a Spark start on a loaded machine included): a dead
 connection fails at once, and a lock wait ends after the sink's 60 s lock_timeout."""

@@ -59,11 +59,11 @@ def naive_result(op: AggregateOperation, rows: list[Event]) -> object:
         return max(xs)
     if isinstance(op, ops.Min):
         return min(xs)
-    if isinstance(op, ops.Variance):
-        if len(xs) < 2:
+    if isinstance(op, ops.Variance):  # sample (ddof 1) or population (ddof 0)
+        if len(xs) <= op.ddof:
             return None
         m = math.fsum(xs) / len(xs)
-        var = math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+        var = math.fsum((x - m) ** 2 for x in xs) / (len(xs) - op.ddof)
         return math.sqrt(var) if isinstance(op, ops.StdDev) else var
     raise TypeError(f"no naive reference for {op!r}")
 

@@ -66,3 +66,12 @@ def test_population_variance_and_stddev_as_spark() -> None:
 def test_a_column_argument_is_a_name_or_a_column(make) -> None:
     with pytest.raises(AggregateError, match=r"a column name \(str\) or a pyspark\.sql\.Column"):
         make()
+
+
+def test_the_naive_reference_knows_population_variance() -> None:
+    from jetspark.windowing.reference import naive_result
+
+    rows = [("k", i, {"x": x}) for i, x in enumerate([1.0, 2.0, 4.0, 8.0])]
+    assert naive_result(ops.var_pop("x"), rows) == pytest.approx(np.var([1.0, 2.0, 4.0, 8.0]))
+    assert naive_result(ops.stddev_pop("x"), rows[:1]) == 0.0
+    assert naive_result(ops.stddev("x"), rows[:1]) is None

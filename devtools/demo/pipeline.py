@@ -133,7 +133,7 @@ def run_demo(args: argparse.Namespace) -> int:
                               "watermark"))
             windows = window_aggregate(events, key="vehicle", time="timestamp", window=sliding(WINDOW, SLIDE),
                                        aggs={"n": ops.count(), "mean_speed": ops.mean("speed"),
-                                             "slope": ops.linear_slope("t", "speed")})
+                                             "slope": ops.linear_trend("t", "speed")})
             writer = (windows.writeStream.format("jetjdbc").option("url", ep.pg_dsn).option("table", table)
                       .option("guarantee", "exactly-once").option("createTable", "true")
                       .option("checkpointLocation", str(work / "windows")))

@@ -73,7 +73,7 @@ def reference_check(records: list[Record], got: dict[tuple[str, int, int], tuple
     from jetspark.windowing import ops, sliding
     from jetspark.windowing.reference import reference_windows
 
-    aggs = {"n": ops.count(), "mean_speed": ops.mean("speed"), "slope": ops.linear_slope("t", "speed")}
+    aggs = {"n": ops.count(), "mean_speed": ops.mean("speed"), "slope": ops.linear_trend("t", "speed")}
     events = [(r.vehicle, r.ts * 1000, {"speed": r.speed, "t": (r.ts - t0_ms) / 1000})
               for r in records if r.vehicle is not None and not r.late]
     expected = {k: v for k, v in reference_windows(events, sliding(WINDOW, SLIDE), aggs).items()

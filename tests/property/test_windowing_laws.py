@@ -25,8 +25,8 @@ OPS = {
     "max": lambda: ops.max_("x"),
     "variance": lambda: ops.variance("x"),
     "stddev": lambda: ops.stddev("x"),
-    "slope": lambda: ops.linear_slope("x", "y"),
-    "intercept": lambda: ops.linear_intercept("x", "y"),
+    "slope": lambda: ops.linear_trend("x", "y"),
+    "intercept": lambda: ops.regr_intercept("y", "x"),
     "collect_sorted": lambda: ops.collect_sorted("x"),
 }
 N = 4  # accumulators per batch
@@ -223,7 +223,7 @@ def test_linear_slope_with_epoch_second_x_equals_polyfit(base, slope, pts, split
     y = slope * (x - base) + np.array([p[1] for p in pts])
     cut = min(split, len(pts) - 1)
     groups = (np.arange(len(pts)) >= cut).astype(np.int64)
-    s_op, i_op = ops.linear_slope("x", "y"), ops.linear_intercept("x", "y")
+    s_op, i_op = ops.linear_trend("x", "y"), ops.regr_intercept("y", "x")
     assume(np.ptp(x) > 0)  # offsets below the float spacing at 1.7e9 vanish: all x equal
     # the reference: numpy on x shifted by its minimum outside (exact: Sterbenz)
     lo = x.min()

@@ -29,8 +29,8 @@ AGGS = {
     "hi": ops.max_("x"),
     "var": ops.variance("x"),
     "sd": ops.stddev("x"),
-    "slope": ops.linear_slope("x", "y"),
-    "icpt": ops.linear_intercept("x", "y"),
+    "slope": ops.linear_trend("x", "y"),
+    "icpt": ops.regr_intercept("y", "x"),
     "seq": ops.collect_sorted("x"),
 }
 

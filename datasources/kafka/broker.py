@@ -29,6 +29,9 @@ _CONSUMER_ONLY = ("group.", "isolation.level", "fetch.", "queued.", "max.partiti
                   "check.crcs", "enable.partition.eof")
 
 
+#: Kafka's internal topics, which Spark's source never matches (``listInternal(false)``).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
 class KafkaError(JetsparkError):
     """Kafka could not answer a question the source asked."""
 
@@ -115,8 +118,10 @@ class KafkaBroker:
         if sub.kind == "subscribe":
             names = [t for t in sub.topics if t in meta.topics]
         else:
+            # as Spark's (default, AdminClient) offset reader: searched anywhere in the name
+            # (Scala's Regex.findFirstIn), Kafka's internal topics left out
             rx = re.compile(sub.pattern or "")
-            names = [t for t in meta.topics if not t.startswith("__") and rx.fullmatch(t)]
+            names = [t for t in meta.topics if t not in INTERNAL_TOPICS and rx.search(t)]
         out = []
         for name in names:
             topic = meta.topics[name]

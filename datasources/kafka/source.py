@@ -47,7 +47,7 @@ ListOffsets path covers the whole partition log below the end offset, so records
 
 Options (Spark's Kafka source names): ``kafka.*`` (librdkafka settings; the source owns
 ``enable.auto.commit``, ``auto.offset.reset``, ``enable.partition.eof``),
-``subscribe`` | ``subscribePattern`` (a Python regex, matched in full) | ``assign``,
+``subscribe`` | ``subscribePattern`` (a Python regex, searched in the topic name as Spark does) | ``assign``,
 ``startingOffsets`` (streaming default latest, batch earliest; JSON partitions left out
 take the default), ``startingOffsetsByTimestamp`` / ``startingTimestamp`` (+
 ``startingOffsetsByTimestampStrategy`` error | latest), ``endingOffsets`` /

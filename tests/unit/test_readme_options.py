@@ -182,3 +182,11 @@ def test_generated_reference_pages_render_from_the_code():
     errors = rendered[str(readme.ROOT / "docs" / "reference" / "errors.md")]
     assert "`JETSPARK_OPTION_ERROR`" in errors
     assert all(f"`{cls.__name__}`" in errors for cls in hooks._subclasses(JetsparkError))
+
+
+@pytest.mark.parametrize("marker",
+                         ["spark-kafka-parity", "sink-words", "iso8601-forms", "windowing-parameters"])
+def test_each_table_marker_is_on_one_page_once(marker):
+    """The tests that read a marked table take its first marker over all pages: one only."""
+    text = readme.README.read_text()
+    assert text.count(f"<!-- {marker} -->") == 1, marker

@@ -103,7 +103,7 @@ class KafkaCluster:
 
         others = [n for n in self.node_ids() if n != leader]
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        topic = NewTopic(name, replica_assignment=[[leader, *others]] * partitions)
+        topic = NewTopic(name, partitions, replica_assignment=[[leader, *others]] * partitions)
         admin.create_topics([topic], operation_timeout=30)[name].result(timeout=30)
         deadline = time.monotonic() + 30
         while set(self.leaders(name).values()) != {leader}:

@@ -5,6 +5,7 @@ output mode into jetjdbc upserts, and jetjdbc upserts under driver kills."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import psycopg
@@ -138,6 +139,65 @@ def test_a_replayed_batch_emits_the_same_provisional_rows(spark, tmp_path):
     replayed = _run(spark, folder, build, tmp_path / "ck")
     assert sorted(replayed) == [1]
     assert sorted((_window(r), r["n"], r["final"]) for r in replayed[1]) == rows
+
+
+def _shift_batch_time(ckpt: Path, batch: int, by_ms: int) -> int:
+    """Move the processing time Spark recorded for ``batch`` in its offset log; the new time."""
+    log = ckpt / "offsets" / str(batch)
+    lines = log.read_text().splitlines()
+    metadata = json.loads(lines[1])
+    metadata["batchTimestampMs"] += by_ms
+    log.write_text("\n".join([lines[0], json.dumps(metadata), *lines[2:]]) + "\n")
+    (ckpt / "offsets" / f".{batch}.crc").unlink(missing_ok=True)
+    return metadata["batchTimestampMs"]
+
+
+def _rewind(ckpt: Path, batch: int) -> None:
+    """Make ``batch`` the next to run again: its commit and every later batch forgotten (a batch
+    without rows that Spark ran as W moved is planned again)."""
+    for log in ("commits", "offsets"):
+        for f in (ckpt / log).iterdir():
+            b = int(f.name.strip(".").removesuffix(".crc")) if f.name.strip(".")[:1].isdigit() else None
+            if b is not None and (b > batch or (b == batch and log == "commits")):
+                f.unlink()
+
+
+@pytest.mark.parametrize("api", STATE_APIS)
+def test_a_period_is_replayed_by_the_batch_time_spark_recorded(spark, tmp_path, api):
+    """early_results="1 hour": batch 0 emits provisional rows, batches 1 and 2 (seconds later)
+    none, their changes kept. Batch 2, its recorded time moved 2 hours on, is replayed: its
+    period has elapsed by that time (not by the clock), so every window changed since batch 0
+    is shown; replayed once more, the very same rows."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    # W at i s in batch i: no window closes, and no batch's rows are late (at or before W)
+    for i, secs in enumerate(([1, 2, 3, 11], [4, 12], [22])):
+        n = 2 * len(secs)
+        ts = [BASE_US + t * SEC for t in secs for _ in "ab"]
+        write_batch(folder, i, {"k": ["a", "b"] * len(secs), "ts": ts, "x": [1.0] * n, "y": [0.0] * n,
+                                "watermark": [BASE_US + i * SEC] * n, "heartbeat": [False] * n})
+
+    def build(src):
+        return window_aggregate(src, key="k", time="ts", window=tumbling("10 seconds"), aggs=AGGS, buckets=1,
+                                state_api=api, early_results="1 hour")
+
+    def shown(rows: list[dict]) -> list[tuple]:
+        return sorted(((r["k"], (_us(r["window_start"]) - BASE_US) // SEC), r["n"], r["final"]) for r in rows)
+
+    ckpt = tmp_path / "ck"
+    by_batch = _run(spark, folder, build, ckpt)
+    assert shown(by_batch[0]) == [(("a", 0), 3, False), (("a", 10), 1, False), (("b", 0), 3, False),
+                                  (("b", 10), 1, False)]
+    assert all(not rows for b, rows in by_batch.items() if b > 0), by_batch  # 2: the last with rows
+    _rewind(ckpt, 2)
+    _shift_batch_time(ckpt, 2, 2 * 3600 * 1000)
+    replayed = _run(spark, folder, build, ckpt)
+    changed = [(("a", 0), 4, False), (("a", 10), 2, False), (("a", 20), 1, False),
+               (("b", 0), 4, False), (("b", 10), 2, False), (("b", 20), 1, False)]
+    assert shown(replayed[2]) == changed
+    _rewind(ckpt, 2)
+    again = _run(spark, folder, build, ckpt)
+    assert shown(again[2]) == changed
 
 
 def test_without_early_results_the_schema_has_no_final_column_and_a_static_frame_is_all_final(spark):

@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # the same names as _LAZY below, for type checkers and IDEs
     from jetspark.datasources.rabbitmq.stream import read_rabbitmq_stream
     from jetspark.windowing import ops, session, sliding, tumbling, window_aggregate
 
+    __version__: str
+
 #: Public name → the module it is imported from on first use.
 _LAZY = {
     "read_kafka_stream": "jetspark.datasources.kafka.stream",
@@ -54,6 +56,9 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     """Import a public name of :data:`_LAZY` on first use (then it is a plain attribute)."""
+    if name == "__version__":  # read on first use: the metadata lookup costs each worker ~30 ms
+        globals()[name] = _installed_version()
+        return globals()[name]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'jetspark' has no attribute {name!r}")
@@ -66,7 +71,9 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-try:  # one version source: pyproject.toml's, as installed
-    __version__: str = _version("jetspark")
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+def _installed_version() -> str:
+    """One version source: pyproject.toml's, as installed."""
+    try:
+        return _version("jetspark")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"

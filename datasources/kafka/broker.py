@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaException
+from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaException
 from confluent_kafka import KafkaError as LibrdkafkaError
 from confluent_kafka import TopicPartition as KTopicPartition
 from confluent_kafka.admin import AdminClient
@@ -157,6 +157,10 @@ class KafkaBroker:
             except concurrent.futures.TimeoutError:  # librdkafka's own timeout should come first
                 timed_out = LibrdkafkaError(LibrdkafkaError._TIMED_OUT, "list_offsets timed out")
                 raise KafkaException(timed_out) from None
+            if info.offset == OFFSET_INVALID:  # no answer from the partition (its leader moving): ask again
+                moving = LibrdkafkaError(LibrdkafkaError.LEADER_NOT_AVAILABLE,
+                                         f"no offset for {ktp.topic}[{ktp.partition}]", retriable=True)
+                raise KafkaException(moving)
             out[(ktp.topic, ktp.partition)] = (info.offset, info.timestamp)
         return out
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the same names as _LAZY below, for type checkers and IDEs
     from jetspark.datasources.rabbitmq.stream import read_rabbitmq_stream
     from jetspark.windowing import ops, session, sliding, tumbling, window_aggregate
 
-    __version__: str
+__version__: str  # an annotation only: __getattr__ reads it on first use
 
 #: Public name → the module it is imported from on first use.
 _LAZY = {

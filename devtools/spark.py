@@ -20,8 +20,8 @@ def refuse_connect_master(master: str | None) -> None:
         raise SparkConnectError(
             f"master {master!r} is a Spark Connect server, but local_session starts a Spark of its "
             "own (the demo's, the tests' and the benchmarks' local session) and needs its JVM in this "
-            "process; reach a Connect server with SparkSession.builder.remote(url) instead (README, "
-            "\"Spark Connect\")"
+            "process; reach a Connect server with SparkSession.builder.remote(url) instead "
+            "(docs/how-to/spark-connect.md)"
         )
 
 

@@ -1,5 +1,5 @@
 """What differs over Spark Connect: telling a Connect session apart, and making sure the
-server knows a jetspark format (README, "Spark Connect"; docs/design.md, "Spark Connect").
+server knows a jetspark format (docs/how-to/spark-connect.md; docs/design.md, "Spark Connect").
 
 Over Connect the formats run on the server: its Python workers import jetspark from the
 server's Python environment, where PySpark's auto-registration finds them. The client holds
@@ -24,7 +24,7 @@ def not_installed_on_server(name: str) -> SparkConnectError:
         "the server runs its Python workers. Install jetspark into that Python environment (the "
         "server's spark.pyspark.python or PYSPARK_PYTHON; on a managed platform, its library or "
         "cluster environment) and restart the server. Registering the format from the client "
-        "cannot ship it: the server imports jetspark to run it (README, \"Spark Connect\")."
+        "cannot ship it: the server imports jetspark to run it (docs/how-to/spark-connect.md)."
     )
 
 

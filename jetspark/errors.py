@@ -100,7 +100,7 @@ class ServiceError(JetsparkError, RuntimeError):
 
 class SparkConnectError(JetsparkError, RuntimeError):
     """Something jetspark needs is not available over Spark Connect; the message says why and
-    what to do instead (README, "Spark Connect")."""
+    what to do instead (docs/how-to/spark-connect.md)."""
 
 
 # ---------------------------------------------------------------------------------------------

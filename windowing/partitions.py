@@ -69,7 +69,7 @@ def _warn(what: str, advice: str) -> None:
     warnings.warn(
         f"{what}. Every task of a streaming query's stateful stage costs a state-store commit per "
         f"micro-batch whatever it carries, and a new checkpoint keeps the number for good. {advice} "
-        "(README, \"Live queries\").",
+        "(docs/how-to/live-latency.md).",
         StatefulPartitionsWarning,
         stacklevel=4,
     )

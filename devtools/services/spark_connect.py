@@ -5,7 +5,7 @@ PySpark's own server (``org.apache.spark.sql.connect.service.SparkConnectServer`
 JVM of its own: clients reach it as ``sc://localhost:<port>/;token=…`` and share nothing with it
 but the network, as with a remote server. Its Python workers run this interpreter
 (``PYSPARK_PYTHON`` in the server's environment), so jetspark's formats and windows are
-installed on the server (README, "Spark Connect").
+installed on the server (docs/how-to/spark-connect.md).
 
 A Connect server runs any code its clients send, so this one binds the loopback interface
 only and asks every client for a token it makes at start (``spark.connect.authenticate.token``,

@@ -220,7 +220,7 @@ def _table_rows(dsn: str, schema: str, table: str) -> list[tuple]:
 def test_sessions_upserted_by_start_end_as_their_final_rows(spark, files, tmp_path, pg_dsn, pg_schema):
     """Sessions upserted by (k, window_start) end as their final rows; a provisional session
     that a later event merged into one with an earlier start stays behind, covered by that
-    final row (README, "Early results"). Spark refuses its update output mode for jetjdbc, as
+    final row (docs/tutorials/early-results.md). Spark refuses its update output mode for jetjdbc, as
     for every sink of the Python Data Source API."""
     folder, batches = files
     window = session("3 seconds")

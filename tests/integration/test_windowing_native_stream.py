@@ -60,7 +60,7 @@ def test_streaming_tumbling_native_engine_equals_python_engine(spark, tmp_path):
     per micro-batch), a heartbeat mid-stream and one at the end: the same windows with the
     same values, and the native query runs no Python. The Python engine emits a window by
     the micro-batch whose own W closes it, Spark's aggregation one micro-batch later, when
-    Spark's watermark has caught up (README, "Window emission")."""
+    Spark's watermark has caught up (docs/explanation/windows.md)."""
     folder = tmp_path / "in"
     folder.mkdir()
     batches, nulls = _with_null_times(make_batches(seed=23, batches=4, rows=150), seed=4)
@@ -155,7 +155,7 @@ def test_rows_behind_the_watermark_in_both_engines(spark, tmp_path):
     """Rows behind Spark's watermark (a source that keeps late rows): a row of a window
     already emitted is dropped by both engines; a row of a window that closes in the same
     micro-batch counts on the native engine (Spark's late-row rule: the previous batch's
-    watermark) and not on the Python engine (README, "Live queries")."""
+    watermark) and not on the Python engine (docs/how-to/live-latency.md)."""
     folder = tmp_path / "in"
     folder.mkdir()
     files = [

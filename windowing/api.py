@@ -2,10 +2,10 @@
 
 Example — a 30-second window sliding by 10 seconds, counting events per sensor::
 
-    from jetspark.windowing import ops, sliding, window_aggregate
+    from jetspark import ops, read_kafka_stream, sliding, window_aggregate
 
-    events = (spark.readStream.format("jetkafka")…load()
-              .withWatermark("watermark", "0 seconds"))
+    # the watermark applied, heartbeat rows on (an idle partition still closes windows)
+    events = read_kafka_stream(spark, {"kafka.bootstrap.servers": …, "subscribe": …})…
     counts = window_aggregate(
         events, key="sensor", time="timestamp", window=sliding("30 seconds", "10 seconds"),
         aggs={"n": ops.count(), "avg_speed": ops.mean("speed")},
@@ -16,7 +16,9 @@ Result columns: the key column(s), ``window_start``, ``window_end`` (timestamps,
 window = [start, end)) and one column per aggregate. On a streaming DataFrame each
 window is emitted exactly once (append mode), when Spark's event-time watermark reaches
 its end; the DataFrame must carry a watermark (``withWatermark`` on the source's
-``watermark`` column). Heartbeat rows (column ``heartbeat`` true) are dropped. On a
+``watermark`` column; ``read_kafka_stream`` applies it, and turns the source's
+``watermark.heartbeats`` on). Heartbeat rows (column ``heartbeat`` true) are dropped. A row
+behind the watermark is left out of the windows already emitted, and only those. On a
 static DataFrame every window is returned.
 
 With ``early_results="10 seconds"`` a streaming query also shows windows while they fill:

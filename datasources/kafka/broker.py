@@ -157,7 +157,8 @@ class KafkaBroker:
             except concurrent.futures.TimeoutError:  # librdkafka's own timeout should come first
                 timed_out = LibrdkafkaError(LibrdkafkaError._TIMED_OUT, "list_offsets timed out")
                 raise KafkaException(timed_out) from None
-            if info.offset == OFFSET_INVALID:  # no answer from the partition (its leader moving): ask again
+            if info.offset == OFFSET_INVALID:  # no answer from the partition (its leader moving): ask again,
+                self.admin.list_topics(ktp.topic, timeout=timeout_s)  # with the new leader in the metadata
                 moving = LibrdkafkaError(LibrdkafkaError.LEADER_NOT_AVAILABLE,
                                          f"no offset for {ktp.topic}[{ktp.partition}]", retriable=True)
                 raise KafkaException(moving)

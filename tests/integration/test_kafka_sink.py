@@ -185,7 +185,7 @@ def test_records_kafka_refuses_go_to_the_dead_letter_topic_once(registered, kafk
     refused = {i: i % 10 for i in range(TOTAL) if i % 10 in (3, 5, 7)}
     assert _ids(read_topic(kafka_bootstrap, topic)) == Counter(i for i in range(TOTAL) if i not in refused)
     dead_records = read_topic(kafka_bootstrap, dead)
-    assert _ids(dead_records) == Counter(refused)  # a multiset: each dead letter exactly once
+    assert _ids(dead_records) == Counter(list(refused))  # a multiset: each dead letter exactly once
     letters = {int(k): (v, dict(h)) for k, v, _, h in dead_records}
     for i, digit in refused.items():
         value, headers = letters[i]

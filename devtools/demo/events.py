@@ -2,7 +2,8 @@
 
 Partition layout (with ``P`` partitions, vehicles assigned round-robin to partitions):
 
-- partition 1 runs ``SKEW_S`` (45 s) behind the others in event time;
+- partition 1 runs ``SKEW_S`` (45 s) behind the others in event time; the others are
+  ``PARTITION_GAP_S`` apart (partition p that many seconds times p behind partition 0);
 - the last partition goes idle half-way: :func:`split_phases` leaves it out of the second
   half, which the demo produces after the first half has been processed;
 - partition 0 gets ``LATE`` records in the second half stamped ``LATE_BY_S`` before the
@@ -23,6 +24,7 @@ import time
 from dataclasses import dataclass
 
 SKEW_S = 45
+PARTITION_GAP_S = 2
 LAG_S = 5
 JITTER_MS = 2_000  # out-of-order within a partition, below the lag
 LATE, LATE_BY_S = 5, 20
@@ -64,7 +66,8 @@ def generate(records: int, partitions: int, duration_s: int, seed: int = 7,
     for p in range(partitions):
         vehicles = [f"v{p}{i}" for i in range(VEHICLES_PER_PARTITION)]
         speed = {v: rng.uniform(30, 90) for v in vehicles}
-        offset_ms = -SKEW_S * 1000 if p == 1 else 0
+        # the others a few seconds apart, so the report's picture tells their lines apart
+        offset_ms = -SKEW_S * 1000 if p == 1 else -PARTITION_GAP_S * 1000 * p
         count = per_partition
         step = duration_s * 1000 / per_partition
         half = count // 2

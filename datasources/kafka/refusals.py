@@ -70,8 +70,10 @@ def until_answered(call: Callable[[float], T], client: _Polled, refusals: Refusa
         except KafkaException as e:
             refusals.raise_if_refused(client, scrub)
             error = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+            # _NOENT: "No leaders found" while a restarted broker's partitions elect theirs
             waiting = error is not None and (error.retriable() or error.code() in (
-                KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN))
+                KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
+                KafkaError._NOENT))
             if left <= slice_s or not waiting:
                 raise
         slice_s *= 2  # a slow answer gets longer and longer to arrive

@@ -34,11 +34,11 @@ from pathlib import Path
 
 from kafka_bench import ROOT, kafka_bootstrap, write_report
 
-BASE_TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-
 
 def produce(bootstrap: str, topic: str, records: int, partitions: int, rate: int, jitter: tuple[int, int],
-            seed: int = 7) -> None:
+            phase_ms: int, seed: int = 7) -> None:
+    """Recent event times (Kafka's retention deletes records stamped long ago), starting
+    ``phase_ms`` after a whole second (micro-batches of a live query end anywhere in a window)."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -47,17 +47,19 @@ def produce(bootstrap: str, topic: str, records: int, partitions: int, rate: int
     rng = random.Random(seed)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
     step = 1000 / rate
+    base_ts = (int(time.time()) - records // rate - 120) * 1000 + phase_ms
     for i in range(records):
-        ts = BASE_TS + int(i * step) - rng.randint(*jitter)
+        ts = base_ts + int(i * step) - rng.randint(*jitter)
         producer.produce(topic, b"%d" % i, b"k%d" % (i % 16), partition=i % partitions, timestamp=ts)
         producer.poll(0)
-    end = BASE_TS + int(records * step) + 60_000  # one record per partition closes every window
+    end = base_ts + int(records * step) + 60_000  # one record per partition closes every window
     for partition in range(partitions):
         producer.produce(topic, b"close", b"close", partition=partition, timestamp=end)
     producer.flush(60)
 
 
 def run(df, checkpoint: Path) -> list:
+    """The rows a ``Trigger.AvailableNow`` query writes (printing how many micro-batches)."""
     rows: list = []
     query = (df.writeStream.foreachBatch(lambda b, _i: rows.extend(b.collect()))
              .outputMode("append").option("checkpointLocation", str(checkpoint))
@@ -65,6 +67,7 @@ def run(df, checkpoint: Path) -> list:
     query.awaitTermination()
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
+    print(f"  {len(query.recentProgress)} micro-batches, {len(rows)} rows out", flush=True)
     return rows
 
 
@@ -75,6 +78,8 @@ def main() -> int:
     p.add_argument("--rate", type=int, default=200, help="records per second of event time")
     p.add_argument("--jitter-ms", default="50,450", help="min,max ms a record is stamped behind its place")
     p.add_argument("--batch-ms", type=int, default=500, help="event time per micro-batch")
+    p.add_argument("--phase-ms", type=int, default=250,
+                   help="where in a second the batches end (aligned with the windows, none is late)")
     p.add_argument("--window", default="1 second")
     p.add_argument("--lags", default="0,500", help="watermark lags to try, ms")
     args = p.parse_args()
@@ -90,7 +95,8 @@ def main() -> int:
     bootstrap = kafka_bootstrap("native")
     topic = f"late_{uuid.uuid4().hex[:8]}"
     jitter = tuple(int(x) for x in args.jitter_ms.split(","))
-    produce(bootstrap, topic, args.records, args.partitions, args.rate, jitter)  # type: ignore[arg-type]
+    produce(bootstrap, topic, args.records, args.partitions, args.rate, jitter,  # type: ignore[arg-type]
+            args.phase_ms)
     per_batch = max(1, args.rate * args.batch_ms // 1000)
     base = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest",
             "maxOffsetsPerTrigger": str(per_batch)}
@@ -122,7 +128,8 @@ def main() -> int:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     write_report("late-records", {"records": args.records, "partitions": args.partitions, "rate": args.rate,
-                                  "jitter_ms": jitter, "batch_ms": args.batch_ms, "window": args.window,
+                                  "jitter_ms": jitter, "batch_ms": args.batch_ms, "phase_ms": args.phase_ms,
+                                  "window": args.window,
                                   "results": results, "when_unix": time.time()})
     return 0
 

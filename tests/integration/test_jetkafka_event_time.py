@@ -55,11 +55,17 @@ def _run(jk, bootstrap, topic, tmp_path, **extra):
 
 def test_watermark_and_late_records_follow_the_payload_time(jk, kafka_bootstrap, kafka_topic, tmp_path):
     topic = kafka_topic(1)
-    # Kafka timestamps say "all at once"; the payload says otherwise, and record 2 is late.
+    # Kafka timestamps say "all at once"; the payload says otherwise: after the first run W is
+    # 19 s (lag 1 s), so record 2 (5 s) of the second run is late, record 3 (30 s) is not.
     stamps = [BASE_TS + s * 1000 for s in (10, 20, 5, 30)]
-    produce(kafka_bootstrap, topic, _records(0, stamps, kafka_ts=BASE_TS))
-    query, rows = _run(jk, kafka_bootstrap, topic, tmp_path, **{"watermark.lateRecords": "keep"})
+    records = _records(0, stamps, kafka_ts=BASE_TS)
+    produce(kafka_bootstrap, topic, records[:2])
+    first, rows = _run(jk, kafka_bootstrap, topic, tmp_path, **{"watermark.lateRecords": "keep"})
+    assert first.exception() is None
+    produce(kafka_bootstrap, topic, records[2:])
+    query, more = _run(jk, kafka_bootstrap, topic, tmp_path, **{"watermark.lateRecords": "keep"})
     assert query.exception() is None
+    rows += more
     end = json.loads(query.lastProgress["sources"][0]["endOffset"])
     assert end["partitions"][topic]["0"]["maxTs"] == BASE_TS + 30_000
     assert end["watermark"] == BASE_TS + 29_000

@@ -432,6 +432,41 @@ def test_the_carried_watermark_takes_off_the_watermark_delay(spark, tmp_path, ap
     assert all(not rows for b, rows in got.items() if b > 1), got
 
 
+@pytest.mark.parametrize("api", STATE_APIS)
+def test_a_union_of_streams_waits_for_sparks_watermark_not_the_carried_one(spark, tmp_path, api):
+    """Two streams, each with its own ``withWatermark``: Spark's watermark is their minimum,
+    which no row carries, so no window may leave by a row's own watermark column (the carried
+    one). Stream A's rows say 22 s, stream B's 5 s: [0 s, 10 s) must wait for B, whose next
+    batch still brings an event at 6 s; it leaves with all five events once Spark's watermark
+    (the minimum, 22 s) passes it."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    write_batch(a, 0, _events([1, 2, 3, 11], wm_s=22))
+    write_batch(b, 0, _events([4], wm_s=5))
+    write_batch(b, 1, _events([6], wm_s=30))
+    schema = spark.read.parquet(str(a)).schema
+
+    def stream(folder):
+        return (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
+                .withWatermark("watermark", "0 seconds"))
+
+    out: dict[int, list] = {}
+    windows = window_aggregate(stream(a).unionByName(stream(b)), key="k", time="ts",
+                               window=tumbling("10 seconds"), aggs={"n": ops.count()}, state_api=api,
+                               buckets=1)
+    q = (windows.writeStream.foreachBatch(lambda df, i: out.__setitem__(i, df.collect()))
+         .option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    got = {i: sorted(((_us(r.window_start) - BASE_US) // SEC, r.n) for r in rows) for i, rows in out.items()}
+    assert not got.get(0), got  # batch 0: Spark's watermark is still B's 5 s
+    emitted = sorted(w for rows in got.values() for w in rows)
+    assert emitted == [(0, 5), (10, 1)], got
+
+
 NATIVE_CELL_AGGS = {k: AGGS[k] for k in ("n", "s", "m", "lo", "hi", "var", "sd")}
 
 

@@ -140,6 +140,7 @@ def _check_kafka_output(bootstrap: str, out_topic: str, records: list[tuple]) ->
     assert ongoing_transactions(bootstrap, "jetspark.") == []
 
 
+@pytest.mark.soak  # the suite's time budget: make soak runs it (tests/soak, repeated)
 def test_broker_killed_under_kafka_to_kafka_query(broker, tmp_path):
     """jetkafka → jetkafka (transactional, commit=task): the broker — the transaction
     coordinator too — SIGKILLed after batch 1 and started again."""
@@ -189,6 +190,7 @@ def _coordinating_node(cluster: KafkaCluster) -> int:
     return cluster.leaders("__transaction_state")[0]
 
 
+@pytest.mark.soak  # the suite's time budget: make soak runs it (tests/soak, repeated)
 def test_node_killed_in_a_three_node_cluster(cluster, tmp_path):
     """jetkafka → jetkafka on three nodes (replication factor 3, min.insync.replicas=2): the node
     that leads every partition of both topics and coordinates the transactions is SIGKILLed

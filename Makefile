@@ -22,11 +22,12 @@ test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# Long runs, not part of `make test`: tests marked soak (production scale), and the
+# Long runs, not part of `make test`: tests marked soak (production scale, and variants kept
+# out of the suite's time budget, in tests/soak and tests/integration), and the
 # two-driver tests repeated (SOAK_REPEAT times; make test runs each once).
 SOAK_REPEAT ?= 5
 soak: bootstrap
-	$(BIN)/pytest -m soak tests/soak $(PYTEST_ARGS)
+	$(BIN)/pytest -m soak tests/soak tests/integration $(PYTEST_ARGS)
 	for i in $$(seq $(SOAK_REPEAT)); do $(BIN)/pytest -q tests/integration/test_two_drivers.py $(PYTEST_ARGS) || exit 1; done
 
 demo: bootstrap-demo

@@ -405,6 +405,21 @@ def _events(secs: list[int], wm_s: int) -> dict:
             "heartbeat": np.zeros(n, dtype=bool)}
 
 
+def _tumbling_counts_by_batch(src, api: str, checkpoint: Path) -> dict[int, list[tuple[int, int]]]:
+    """Per micro-batch, the (start s after BASE, count) of the 10-second windows of key "k" a
+    streaming ``window_aggregate`` of ``src`` emits, run until all input is processed."""
+    out: dict[int, list] = {}
+    windows = window_aggregate(src, key="k", time="ts", window=tumbling("10 seconds"),
+                               aggs={"n": ops.count()}, state_api=api, buckets=1)
+    q = (windows.writeStream.foreachBatch(lambda df, i: out.__setitem__(i, df.collect()))
+         .option("checkpointLocation", str(checkpoint)).start())
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    return {b: sorted(((_us(r.window_start) - BASE_US) // SEC, r.n) for r in rows) for b, rows in out.items()}
+
+
 @pytest.mark.parametrize("api", STATE_APIS)
 def test_the_carried_watermark_takes_off_the_watermark_delay(spark, tmp_path, api):
     """With ``withWatermark("watermark", "5 seconds")`` a batch closes the windows ending up to
@@ -416,18 +431,9 @@ def test_the_carried_watermark_takes_off_the_watermark_delay(spark, tmp_path, ap
     write_batch(folder, 0, _events([1, 2, 3, 11, 12], wm_s=22))
     write_batch(folder, 1, _events([13], wm_s=30))
     schema = spark.read.parquet(str(folder)).schema
-    out: dict[int, list] = {}
     src = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
            .withWatermark("watermark", "5 seconds"))
-    windows = window_aggregate(src, key="k", time="ts", window=tumbling("10 seconds"),
-                               aggs={"n": ops.count()}, state_api=api, buckets=1)
-    q = (windows.writeStream.foreachBatch(lambda df, i: out.__setitem__(i, df.collect()))
-         .option("checkpointLocation", str(tmp_path / "ck")).start())
-    try:
-        q.processAllAvailable()
-    finally:
-        q.stop()
-    got = {b: sorted(((_us(r.window_start) - BASE_US) // SEC, r.n) for r in rows) for b, rows in out.items()}
+    got = _tumbling_counts_by_batch(src, api, tmp_path / "ck")
     assert got[0] == [(0, 3)] and got[1] == [(10, 3)], got
     assert all(not rows for b, rows in got.items() if b > 1), got
 
@@ -451,17 +457,7 @@ def test_a_union_of_streams_waits_for_sparks_watermark_not_the_carried_one(spark
         return (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
                 .withWatermark("watermark", "0 seconds"))
 
-    out: dict[int, list] = {}
-    windows = window_aggregate(stream(a).unionByName(stream(b)), key="k", time="ts",
-                               window=tumbling("10 seconds"), aggs={"n": ops.count()}, state_api=api,
-                               buckets=1)
-    q = (windows.writeStream.foreachBatch(lambda df, i: out.__setitem__(i, df.collect()))
-         .option("checkpointLocation", str(tmp_path / "ck")).start())
-    try:
-        q.processAllAvailable()
-    finally:
-        q.stop()
-    got = {i: sorted(((_us(r.window_start) - BASE_US) // SEC, r.n) for r in rows) for i, rows in out.items()}
+    got = _tumbling_counts_by_batch(stream(a).unionByName(stream(b)), api, tmp_path / "ck")
     assert not got.get(0), got  # batch 0: Spark's watermark is still B's 5 s
     emitted = sorted(w for rows in got.values() for w in rows)
     assert emitted == [(0, 5), (10, 1)], got

@@ -12,7 +12,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from jetspark.devtools.services.endpoints import ENV_VARS, SERVICES, Endpoints, redact_dsn
+from jetspark.devtools.services.endpoints import ENV_VARS, SERVICES, Endpoints, answers, redact_dsn
+from jetspark.errors import ServiceError
 
 __all__ = ["ENV_VARS", "SERVICES", "Endpoints", "Services", "acquire", "redact_dsn"]
 
@@ -50,6 +51,7 @@ def acquire(names: Iterable[str] = SERVICES, *, docker: bool | None = None) -> S
     for name in wanted:
         value = from_env.get(name)
         if value:
+            _require_answering(name, value)
             endpoints, origin[name] = endpoints.with_endpoint(name, value), "env"
     rest = [n for n in wanted if n not in origin]
     handle = Services(endpoints, origin)
@@ -75,3 +77,13 @@ def acquire(names: Iterable[str] = SERVICES, *, docker: bool | None = None) -> S
         handle.endpoints = handle.endpoints.with_endpoint(name, got.get(name))
         origin[name] = "local" if name in started else "local (reused)"
     return handle
+
+
+def _require_answering(name: str, value: str) -> None:
+    """A service named by its ``JETSPARK_*`` variable must answer now: a stopped one would
+    otherwise cost every test that uses it its client's whole timeout."""
+    if not answers(name, value):
+        shown = redact_dsn(value) if name == "postgres" else value.split("@")[-1]
+        raise ServiceError(
+            f"{name}: {ENV_VARS[name]} names {shown}, where nothing accepts a connection; "
+            f"start the service there, or unset {ENV_VARS[name]} to let jetspark start one")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from jetspark.redaction import redact_dsn
 
@@ -44,3 +46,36 @@ class Endpoints:
     @classmethod
     def from_env(cls) -> Endpoints:
         return cls(**{_FIELDS[s]: os.environ.get(v) or None for s, v in ENV_VARS.items()})
+
+
+def addresses(service: str, value: str) -> list[tuple[str, int]]:
+    """The (host, port) pairs a service's endpoint names (Kafka: every bootstrap server)."""
+    if service == "kafka":
+        pairs = []
+        for server in value.split(","):
+            host, _, port = server.strip().rpartition("://")[2].rpartition(":")
+            pairs.append((host.strip("[]") or "127.0.0.1", int(port or 9092)))
+        return pairs
+    if service == "postgres":
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = conninfo_to_dict(value)
+        return [(str(params.get("host") or "127.0.0.1").split(",")[0],
+                 int(str(params.get("port") or 5432).split(",")[0]))]
+    url = urlsplit(value)
+    default = {"rabbitmq": 5671 if url.scheme == "amqps" else 5672, "spark": 7077}[service]
+    return [(url.hostname or "127.0.0.1", url.port or default)]
+
+
+def answers(service: str, value: str, *, timeout_s: float = 3.0) -> bool:
+    """Whether anything accepts a TCP connection at one of the endpoint's addresses (a host
+    path such as PostgreSQL's Unix socket folder counts as answering: it is not checked)."""
+    for host, port in addresses(service, value):
+        if host.startswith("/"):
+            return True
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return True
+        except OSError:
+            continue
+    return False

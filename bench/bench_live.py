@@ -16,6 +16,8 @@ the last one ends), a 1-second watermark lag and the RocksDB state store:
   Python data sources cost with these settings, the part of ``jetspark``'s micro-batch
   that jetspark's own code cannot remove (its latency figures are not windows': ignore
   them);
+* ``floor-noop`` (only when named in ``--contenders``): ``floor`` writing to Spark's ``noop``
+  sink: ``floor`` minus it is the sink's part of the stateful stage;
 * ``spark``: ``format("kafka")`` → ``withWatermark`` → ``groupBy(window(…), key)`` (count,
   sum) → ``foreachBatch`` appending with Spark's JDBC writer.
 
@@ -31,7 +33,20 @@ jetspark by that much.
 Per micro-batch (steady part), from the query progress: the trigger's wall time and
 Spark's own durations (``latestOffset`` = the source's planning, ``addBatch`` = the
 stages, the state operator and the sink, ``walCommit``/``commitOffsets`` = the offset and
-commit logs, ``queryPlanning``), and the state operator's update and commit times.
+commit logs, ``queryPlanning``), and the state operator's update, removal and commit times
+and custom metrics (RocksDB's commit phases); from Spark's SQL status store
+(``batch_attribution.py``): each stage's wall and run time and every timing metric of the
+plan's nodes (the Python nodes' boot, init and processing times, …). The summary prints
+their medians side by side, contender by contender: where each micro-batch goes.
+
+Start-up is reported apart from the steady figures: the time from the query's start to its
+first final window in the table, and the latency of the windows that end in the first 30 s.
+
+``--state-store`` chooses the state store for every contender alike: ``rocksdb`` (Spark's
+RocksDB provider, without changelog checkpointing: Spark 4.3's default),
+``rocksdb-changelog`` (with it) or ``hdfs`` (Spark's default HDFS-backed provider;
+``transformWithStateInPandas`` cannot use it: run jetspark with ``--state-api
+applyInPandasWithState``).
 
 Cases (``--cases``, comma-separated names): ``tumbling-1s``, ``sliding-4s-1s``,
 ``sliding-60s-1s`` (at ``--keys``), ``sliding-60s-1s-20k`` (20,000 keys), and
@@ -70,10 +85,22 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import batch_attribution
 import numpy as np
 from kafka_bench import write_report
 
 CONTENDERS = ("jetspark", "spark")
+STATE_STORES = {
+    "rocksdb": {"spark.sql.streaming.stateStore.providerClass":
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+                "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "false"},
+    "rocksdb-changelog": {"spark.sql.streaming.stateStore.providerClass":
+                          "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+                          "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"},
+    "hdfs": {"spark.sql.streaming.stateStore.providerClass":
+             "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"},
+}
+STARTUP_S = 30.0  # windows ending this soon after the start: the start-up figures
 CORES = 2  # the local master's cores: the default parallelism with --shuffle-partitions default
 LAG = "1 second"
 PARTITIONS = 4
@@ -212,7 +239,8 @@ def jetspark_native_query(spark, bootstrap: str, topic: str, case: Case, dsn: st
     return jetspark_query(spark, bootstrap, topic, case, dsn, table, ck, args, engine="native")
 
 
-def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
+def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args,
+                sink: str = "jetjdbc"):
     """The pipeline of ``jetspark`` with no window work: jetkafka → its buckets (16) →
     ``transformWithStateInPandas`` (EventTime, RocksDB) → jetjdbc two-phase. Each bucket
     reads its one value state, writes it back and emits one row (window_start = window_end
@@ -252,12 +280,18 @@ def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
     out = rows.groupBy("bucket").transformWithStateInPandas(
         CountPerBucket(), "key string, window_start timestamp, window_end timestamp, n bigint, total double",
         "append", "EventTime")
+    if sink == "noop":
+        return out.writeStream.format("noop").option("checkpointLocation", ck).start()
     return (out.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
             .option("guarantee", "exactly-once").option("checkpointLocation", ck).start())
 
 
+def floor_noop_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
+    return floor_query(spark, bootstrap, topic, case, dsn, table, ck, args, sink="noop")
+
+
 STARTERS = {"jetspark": jetspark_query, "spark": spark_query, "jetspark-native": jetspark_native_query,
-            "floor": floor_query}
+            "floor": floor_query, "floor-noop": floor_noop_query}
 DURATION_KEYS = ("triggerExecution", "latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",
                  "commitOffsets")
 
@@ -275,6 +309,10 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
         spark.conf.unset("spark.sql.shuffle.partitions")
     else:
         spark.conf.set("spark.sql.shuffle.partitions", args.shuffle_partitions)
+    for key in STATE_STORES["rocksdb-changelog"]:
+        spark.conf.unset(key)
+    for key, value in STATE_STORES[args.state_store].items():
+        spark.conf.set(key, value)
     producer = Producer(bootstrap, topic, args.rate, case.keys)
     producer.start()
     started = time.time()
@@ -287,6 +325,7 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
         stopped = time.time()
         lo, hi = started + args.warmup, stopped - case.size_s - 3
         lat = latencies(dsn, table, lo, hi)
+        startup = _startup(dsn, table, started)
         seen, written = first_seen(dsn, table, lo, stopped - 3) if args.early_results else ([], 0)
     finally:
         query.stop()
@@ -295,13 +334,32 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
         admin.delete_topics([topic])
     steady = [p for p in query.recentProgress
               if _epoch(p["timestamp"]) >= started + args.warmup and _epoch(p["timestamp"]) <= stopped]
+    recorded = batch_attribution.per_batch(spark, str(query.runId))
+    per_batch = [batch_attribution.state_operator(p) | recorded.get(p["batchId"], {})
+                 | {f"duration.{k}": float(v) for k, v in p["durationMs"].items()} for p in steady]
     early = ({"first_seen": _dist(seen), "rows_per_s": written / max(stopped - 3 - lo, 1e-9)}
              if args.early_results else {})
     return {"contender": contender, "case": case.name, "windows": len(lat),
             "latency": _dist(lat), "batches": len(steady), **early,
             "batch_ms": _median([p["durationMs"].get("triggerExecution", 0) for p in steady]),
             "breakdown_ms": {k: _median([p["durationMs"].get(k, 0) for p in steady]) for k in DURATION_KEYS},
-            "state_ms": _state(steady), "rows_per_batch": _median([p["numInputRows"] for p in steady])}
+            "state_ms": _state(steady), "rows_per_batch": _median([p["numInputRows"] for p in steady]),
+            "attribution_ms": {k: _median([b.get(k, 0.0) for b in per_batch])
+                               for k in sorted({k for b in per_batch for k in b})},
+            "startup": startup}
+
+
+def _startup(dsn: str, table: str, started: float) -> dict[str, float]:
+    """Time from the query's start to its first final window in the table, and the latency
+    of the windows ending in the first ``STARTUP_S`` seconds."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        first = conn.execute(f"SELECT extract(epoch FROM min(written_at)) FROM {table} "
+                             "WHERE final IS NOT FALSE").fetchone()[0]
+    early = latencies(dsn, table, started, started + STARTUP_S)
+    return {"first_window_s": float("nan") if first is None else float(first) - started,
+            **{f"startup_{q}": v for q, v in _dist(early).items()}}
 
 
 def run_seconds(case: Case, args) -> float:
@@ -347,6 +405,8 @@ def main() -> None:
                    help="N, or 'default': left unset (Spark's 200; window_aggregate then chooses)")
     p.add_argument("--contenders", default=",".join(CONTENDERS))
     p.add_argument("--state-api", default="transformWithStateInPandas", help="window_aggregate's state_api")
+    p.add_argument("--state-store", choices=sorted(STATE_STORES), default="rocksdb",
+                   help="the state store of every contender")
     p.add_argument("--buckets", type=int, default=None, help="window_aggregate's buckets")
     p.add_argument("--conf", action="append", default=[], help="KEY=VALUE: a Spark setting for both")
     p.add_argument("--early-results", default=None,
@@ -383,8 +443,12 @@ def main() -> None:
                               f"{r['rows_per_s']:.0f} rows/s | batch {r['batch_ms']:.0f} ms "
                               f"({r['batches']} batches)", flush=True)
                         continue
+                    up = r["startup"]
                     print(f"{case.name:20s} run {i + 1} {contender:15s} latency p50 {lat['p50']:.2f} s "
-                          f"p99 {lat['p99']:.2f} s max {lat['max']:.2f} s | batch {r['batch_ms']:.0f} ms "
+                          f"p99 {lat['p99']:.2f} s max {lat['max']:.2f} s | start-up: first window "
+                          f"{up['first_window_s']:.1f} s, first {STARTUP_S:.0f} s p50 "
+                          f"{up['startup_p50']:.2f} s p99 {up['startup_p99']:.2f} s"
+                          f" | batch {r['batch_ms']:.0f} ms "
                           f"({r['batches']} batches, {r['rows_per_batch']:.0f} rows) | "
                           f"{json.dumps(r['breakdown_ms'])} state {json.dumps(r['state_ms'])}", flush=True)
         summary = (_early_summary(results, chosen, contenders) if args.early_results
@@ -415,9 +479,14 @@ def _summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> 
         row = {}
         for c in contenders:
             row[c] = _medians(results, case, c, {q: ("latency", q) for q in ("p50", "p90", "p99", "max")}
-                              | {"batch_ms": ("batch_ms",)})
+                              | {"batch_ms": ("batch_ms",), "first_window_s": ("startup", "first_window_s"),
+                                 "startup_p50": ("startup", "startup_p50"),
+                                 "startup_p99": ("startup", "startup_p99")})
             print(f"  {case.name:20s} {c:15s} p50 {row[c]['p50']:.2f} s  p90 {row[c]['p90']:.2f} s  "
-                  f"p99 {row[c]['p99']:.2f} s  max {row[c]['max']:.2f} s  batch {row[c]['batch_ms']:.0f} ms")
+                  f"p99 {row[c]['p99']:.2f} s  max {row[c]['max']:.2f} s  batch {row[c]['batch_ms']:.0f} ms  "
+                  f"| start-up: first window {row[c]['first_window_s']:.1f} s, first {STARTUP_S:.0f} s "
+                  f"p50 {row[c]['startup_p50']:.2f} s p99 {row[c]['startup_p99']:.2f} s")
+        _print_attribution(results, case, contenders)
         for c in (c for c in contenders if c != "spark" and "spark" in row):
             a, b = row[c], row["spark"]
             diff = a["batch_ms"] - b["batch_ms"]
@@ -425,6 +494,21 @@ def _summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> 
                   f"p99 {b['p99'] / a['p99']:.2f}x; batch {c} − spark {diff:+.0f} ms")
         out[case.name] = row
     return out
+
+
+def _print_attribution(results: list[dict], case: Case, contenders: list[str], top: int = 30) -> None:
+    """Where the micro-batch goes, per contender side by side: the medians over runs of each
+    recorded figure (ms per micro-batch), the largest first."""
+    names = sorted({k for r in results if r["case"] == case.name for k in r.get("attribution_ms", {})})
+    table = {c: _medians(results, case, c, {k: ("attribution_ms", k) for k in names}) for c in contenders}
+    present = [k for k in names if any(table[c].get(k, 0) == table[c].get(k, 0) and table[c].get(k, 0) > 0.5
+                                       for c in contenders)]
+    present.sort(key=lambda k: -max(v if v == v else 0 for v in (table[c].get(k, 0) for c in contenders)))
+    width = max((len(k) for k in present[:top]), default=10)
+    print(f"  {case.name}: where a micro-batch goes (ms, medians)")
+    print("    " + " " * width + "".join(f"{c:>16s}" for c in contenders))
+    for k in present[:top]:
+        print(f"    {k:{width}s}" + "".join(f"{table[c].get(k, float('nan')):16.0f}" for c in contenders))
 
 
 def _early_summary(results: list[dict], chosen: list[Case], contenders: list[str]) -> dict:

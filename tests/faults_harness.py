@@ -10,6 +10,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,3 +97,16 @@ def run_script(
 ) -> Run:
     """Run ``python script args…``; with ``fault`` set, arm that point (``name[@n]``)."""
     return start_script(script, *args, fault=fault, state_dir=state_dir, env=env).wait(timeout_s)
+
+
+def wait_held(gate: Path, started: Started, timeout_s: float = 240) -> None:
+    """Until the script armed with a ``:hold`` point says it is held there (it creates
+    ``<gate>.held``); fail if it ended first."""
+    held = Path(f"{gate}.held")
+    deadline = time.monotonic() + timeout_s
+    while not held.exists():
+        if started.proc.poll() is not None:
+            log = started.log.read_text()[-4000:]
+            raise AssertionError(f"the script ended before its hold point:\n{log}")
+        assert time.monotonic() < deadline, "the script did not reach its hold point"
+        time.sleep(0.1)

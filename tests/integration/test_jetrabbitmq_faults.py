@@ -1,5 +1,6 @@
 """jetrabbitmq exactly once under failures: the driver SIGKILLed at each protocol point,
-and RabbitMQ restarted mid-stream."""
+RabbitMQ restarted mid-stream, and RabbitMQ restarted while the driver is held between a
+batch's WAL write and its ack (the connection the deliveries came on is cut there)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
-from tests.faults_harness import run_script
+from tests.faults_harness import run_script, start_script, wait_held
 from tests.integration.scripts.rabbitmq_common import pg_received, publish, wait_counts
 
 pytestmark = pytest.mark.integration
@@ -79,3 +80,46 @@ def test_rabbitmq_restarted_mid_stream(spark, amqp_url, rabbit_queue, tmp_path):
     received = [i for b in sorted(batches) for i in batches[b]]
     assert sorted(received) == ids
     assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)
+
+
+# Where the driver is held while RabbitMQ restarts, and the duplicates the resumed runs may
+# count (deliveries requeued by the cut connection come back and are deduplicated).
+RESTART_POINTS = [
+    # batch 2 in the WAL, not yet in Spark's offset log: rebuilt from redeliveries
+    pytest.param("rabbitmq.after_wal_write@2", (0, 10), id="after-wal-write"),
+    # batch 1 committed and in the dedup store, nothing acked: all 10 come back
+    pytest.param("rabbitmq.before_ack@1", (10, 10), marks=pytest.mark.soak, id="before-ack"),
+    # half of batch 1 acked on the old connection, the other half cut
+    pytest.param("rabbitmq.during_ack@1", (5, 10), marks=pytest.mark.soak, id="during-ack"),
+]
+
+
+@pytest.mark.parametrize(("point", "duplicates"), RESTART_POINTS)
+def test_rabbitmq_restarted_between_wal_write_and_ack(
+    amqp_url, rabbit_queue, pg_dsn, pg_schema, tmp_path, point, duplicates
+):
+    """The query either rides through the restart or stops with an error that names
+    jetrabbitmq; a run on the same checkpoint then completes: every message once in the
+    table, the queue drained, duplicates only counted."""
+    from jetspark.devtools.services import local
+
+    ids = [f"m{i:03d}" for i in range(N)]
+    publish(amqp_url, rabbit_queue, ids)
+    args = (amqp_url, rabbit_queue, str(tmp_path / "wal"), str(tmp_path / "cp"), pg_dsn, pg_schema, "10")
+    gate = tmp_path / "gate"
+    held = start_script(SCRIPT, *args, fault=f"{point}:hold", state_dir=tmp_path,
+                        env={"JETSPARK_FAULT_GATE": str(gate)})
+    try:
+        wait_held(gate, held)
+        local.restart("rabbitmq")
+    finally:
+        gate.touch()
+    first = held.wait()
+    assert first.returncode == 0 or "jetrabbitmq" in first.output, first.output[-4000:]
+    resumed = run_script(SCRIPT, *args, state_dir=tmp_path).check_ok()
+    assert sorted(pg_received(pg_dsn, pg_schema)) == ids  # each message exactly once
+    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)  # and every one acked
+    # the counts in the last offset are the checkpoint's running totals
+    ends = [_result(run.output) for run in (first, resumed) if run.returncode == 0]
+    dups = [end for end in ends if end][-1]["counts"]["duplicates"]
+    assert duplicates[0] <= dups <= duplicates[1]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults_harness import run_script, start_script
+from tests.faults_harness import run_script, start_script, wait_held
 from tests.integration.scripts.rabbitmq_common import publish, queue_counts, wait_counts
 from tests.integration.scripts.sink_kafka_read import read_topic
 from tests.integration.scripts.sink_pg import prepared_in_schema
@@ -104,17 +104,6 @@ def _finish(c: dict, tmp_path: Path) -> None:
     run_script(SCRIPT, json.dumps(c), state_dir=tmp_path).check_ok()
 
 
-def _wait_for(path: Path, proc, timeout_s: float = 240) -> None:
-    """Until the held driver says it is held (it writes ``path``); fail if it ended first."""
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        if proc.proc.poll() is not None:
-            log = proc.log.read_text()[-4000:]
-            raise AssertionError(f"the first driver ended before the hold point:\n{log}")
-        assert time.monotonic() < deadline, "the first driver did not reach the hold point"
-        time.sleep(0.1)
-
-
 @pytest.mark.parametrize("pipeline", PATHS, indirect=True, ids=["-".join(p) for p in PATHS])
 def test_second_driver_joining_a_running_one(pipeline, tmp_path, rabbit_queue):
     c, check = pipeline
@@ -122,7 +111,7 @@ def test_second_driver_joining_a_running_one(pipeline, tmp_path, rabbit_queue):
     first = start_script(SCRIPT, json.dumps(c), fault=HOLD_AT[c["source"]], state_dir=tmp_path,
                          env={"JETSPARK_FAULT_GATE": str(gate)})
     try:
-        _wait_for(Path(f"{gate}.held"), first)
+        wait_held(gate, first)
         if c["source"] == "rabbitmq":
             held = queue_counts(rabbit_queue)
         second = start_script(SCRIPT, json.dumps(c), state_dir=tmp_path).wait()

@@ -28,7 +28,7 @@ test: bootstrap
 SOAK_REPEAT ?= 5
 soak: bootstrap
 	$(BIN)/pytest -m soak tests/soak tests/integration $(PYTEST_ARGS)
-	for i in $$(seq $(SOAK_REPEAT)); do $(BIN)/pytest -q tests/integration/test_two_drivers.py $(PYTEST_ARGS) || exit 1; done
+	for i in $$(seq $(SOAK_REPEAT)); do $(BIN)/pytest -q -m 'soak or not soak' tests/integration/test_two_drivers.py $(PYTEST_ARGS) || exit 1; done
 
 demo: bootstrap-demo
 	$(BIN)/jetspark demo $(DEMO_ARGS)

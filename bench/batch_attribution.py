@@ -76,11 +76,13 @@ def per_batch(spark, run_id: str) -> dict[int, dict[str, float]]:
 
 
 def state_operator(progress: dict) -> dict[str, float]:
-    """The first state operator's times and custom metrics in one progress (empty: none)."""
+    """The first state operator's times and its custom metrics that are times (ms) in one
+    progress (empty: none)."""
     ops = progress.get("stateOperators") or []
     if not ops:
         return {}
     op = ops[0]
     out = {k: float(op.get(k, 0)) for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")}
-    out |= {f"custom.{k}": float(v) for k, v in (op.get("customMetrics") or {}).items()}
+    out |= {f"custom.{k}": float(v) for k, v in (op.get("customMetrics") or {}).items()
+            if "Latency" in k or k.endswith("Ms")}  # the times; counts and sizes left out
     return out

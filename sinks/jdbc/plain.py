@@ -10,7 +10,8 @@ from psycopg import sql
 
 from jetspark import faults
 from jetspark.sinks.jdbc.rejected import RejectingCopy
-from jetspark.sinks.jdbc.target import PostgresTarget, connect
+from jetspark.sinks.jdbc.sessions import session
+from jetspark.sinks.jdbc.target import PostgresTarget
 from jetspark.sinks.transactional import DURING_WRITE, PartitionKey
 
 STAGING = "jetspark_staging"
@@ -26,7 +27,7 @@ class Written(NamedTuple):
 
 def copy_append(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.RecordBatch]) -> Written:
     """``commit=none`` (at-least-once): COPY every batch into the table in one transaction per task."""
-    with connect(target.options, autocommit=False) as conn:
+    with session(target.options, autocommit=False) as conn:
         copy = RejectingCopy(conn, target.copy_sql(), key, target.options)
         for batch in batches:
             if batch.num_rows:
@@ -48,7 +49,7 @@ def copy_upsert(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.
     """
     options = target.options
     staging = sql.Identifier(STAGING)
-    with connect(options, autocommit=False) as conn, conn.cursor() as cur:
+    with session(options, autocommit=False) as conn, conn.cursor() as cur:
         cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
                             "ON COMMIT DROP").format(staging, target.table_sql))
         copy = RejectingCopy(conn, target.copy_sql(staging), key, options)

@@ -28,8 +28,9 @@ import pyarrow as pa
 from psycopg import errors, sql
 
 from jetspark import faults
+from jetspark.sinks.jdbc import sessions
 from jetspark.sinks.jdbc.rejected import RejectingCopy
-from jetspark.sinks.jdbc.target import MARKER_COLUMNS, PostgresTarget, connect
+from jetspark.sinks.jdbc.target import MARKER_COLUMNS, PostgresTarget
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
 
 GID_PREFIX = "jetspark"
@@ -77,7 +78,7 @@ class PostgresResource(TransactionalResource):
     @property
     def conn(self) -> psycopg.Connection:
         if self._conn is None:
-            self._conn = connect(self.target.options, autocommit=True)
+            self._conn = sessions.take(self.target.options, autocommit=True)
         return self._conn
 
     # -- task side -------------------------------------------------------------------------
@@ -183,8 +184,17 @@ class PostgresResource(TransactionalResource):
 
     def close(self) -> None:
         if self._conn is not None:
-            self._conn.close()  # an open (unprepared) transaction is rolled back by the server
+            sessions.discard(self._conn)  # an open (unprepared) transaction is rolled back by the server
             self._conn = None
+
+    def __exit__(self, *exc: object) -> None:
+        """A session that ends without an error and with no transaction open (the task's is
+        prepared or committed) stays idle in this process for the next task or micro-batch
+        (:mod:`.sessions`); any other is closed."""
+        if self._conn is not None and exc[0] is None and self._key is None:
+            sessions.give_back(self.target.options, self._conn)
+            self._conn = None
+        self.close()
 
     # -- helpers ---------------------------------------------------------------------------
     def _require_copy(self) -> RejectingCopy:

@@ -16,6 +16,7 @@ from pyspark.sql import types as T
 from jetspark.sinks.guarantees import DEAD_LETTER, TASK, TWO_PHASE, UPSERT
 from jetspark.sinks.jdbc.options import JdbcSinkOptions, TableName
 from jetspark.sinks.jdbc.schema import TableColumn, check_supported, create_table_sql, mismatches
+from jetspark.sinks.jdbc.sessions import session
 from jetspark.sinks.transactional import SinkError
 
 MARKER_COLUMNS = "sink_id, batch_id, partition_id, attempt, row_count"
@@ -60,7 +61,7 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
     if overwrite and options.commit != UPSERT:
         raise SinkError(f"jetjdbc cannot overwrite (complete output mode / SaveMode.Overwrite) with "
                         f"commit={options.commit}; use commit=upsert with keys (upserts)")
-    with connect(options) as conn:
+    with session(options) as conn:
         if options.commit == TWO_PHASE:
             check_prepared_transactions(conn, options)
         columns = table_columns(conn, options.table)
@@ -170,7 +171,7 @@ def ensure_dead_letter_table(options: JdbcSinkOptions) -> None:
     table = options.dead_letter_table
     if (options.conninfo, table) in _dead_letter_tables:
         return
-    with connect(options) as conn:
+    with session(options) as conn:
         if _regclass(conn, table) is not None:
             check_trusted(conn, table, DEAD_LETTER_WHAT)
             _dead_letter_tables.add((options.conninfo, table))

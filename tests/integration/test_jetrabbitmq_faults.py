@@ -29,11 +29,11 @@ def _result(output: str) -> dict:
     ("fault", "duplicates"),
     [
         # WAL written, Spark's offset log not: the batch is rebuilt from redeliveries
-        ("rabbitmq.after_wal_write@2", (0, 0)),
+        pytest.param("rabbitmq.after_wal_write@2", (0, 0), marks=pytest.mark.soak),
         # offset log written, batch not run: replayed from the WAL; redeliveries are duplicates
         ("rabbitmq.before_batch@2", (10, 10)),
         # batch committed by Spark, IDs in the dedup store, nothing acked
-        ("rabbitmq.before_ack@1", (10, 10)),
+        pytest.param("rabbitmq.before_ack@1", (10, 10), marks=pytest.mark.soak),
         # half of the batch acked (if the acks left the socket before the kill)
         ("rabbitmq.during_ack@1", (5, 10)),
     ],

@@ -69,7 +69,7 @@ FAULTS = {
     "task-recovery": Fault("task", "sink.during_recovery@1:hold", before="sink.after_commit@1"),
     "upsert-during-copy": Fault("upsert", "sink.during_write@1:hold"),
 }
-LIGHT = ["two-phase-prepared", "task-before-commit"]
+LIGHT = ["two-phase-prepared"]
 """The faults ``make test`` runs (within the suite's time budget); ``make soak`` runs every one
 of :data:`FAULTS`, repeated (tests/soak/test_service_faults_soak.py)."""
 

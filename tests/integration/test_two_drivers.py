@@ -35,6 +35,12 @@ LEASE_ERROR = "another run holds walLocation"
 # Spark itself refuses the one that loses the race to write the checkpoint's metadata file.
 SPARK_METADATA_REFUSAL = "Multiple streaming queries are concurrently using metadata"
 PATHS = [("rabbitmq", "jdbc"), ("kafka", "jdbc"), ("kafka", "kafka")]
+# make test runs the queue path (the lease) both ways and jetkafka -> jetjdbc joining a running
+# driver; make soak runs every path both ways (and repeats them).
+JOINING = [pytest.param(p, id="-".join(p), marks=() if p != ("kafka", "kafka") else pytest.mark.soak)
+           for p in PATHS]
+TOGETHER = [pytest.param(p, id="-".join(p), marks=() if p[0] == "rabbitmq" else pytest.mark.soak)
+            for p in PATHS]
 # Where the first driver is held while the second one starts: mid-run, with a batch
 # committed and the next one written to the WAL (queue) or prepared in the sink (Kafka).
 HOLD_AT = {"rabbitmq": "rabbitmq.after_wal_write@2:hold", "kafka": "sink.after_prepare@2:hold"}
@@ -104,7 +110,7 @@ def _finish(c: dict, tmp_path: Path) -> None:
     run_script(SCRIPT, json.dumps(c), state_dir=tmp_path).check_ok()
 
 
-@pytest.mark.parametrize("pipeline", PATHS, indirect=True, ids=["-".join(p) for p in PATHS])
+@pytest.mark.parametrize("pipeline", JOINING, indirect=True)
 def test_second_driver_joining_a_running_one(pipeline, tmp_path, rabbit_queue):
     c, check = pipeline
     gate = tmp_path / "gate"
@@ -136,7 +142,7 @@ def test_second_driver_joining_a_running_one(pipeline, tmp_path, rabbit_queue):
     check()
 
 
-@pytest.mark.parametrize("pipeline", PATHS, indirect=True, ids=["-".join(p) for p in PATHS])
+@pytest.mark.parametrize("pipeline", TOGETHER, indirect=True)
 def test_two_drivers_started_together(pipeline, tmp_path):
     """Both start at once, each armed to hold mid-run behind a gate of its own, so neither can
     finish before the test opens the gates: whichever ends first (refused) ended while the other

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -70,12 +69,7 @@ def addresses(service: str, value: str) -> list[tuple[str, int]]:
 def answers(service: str, value: str, *, timeout_s: float = 3.0) -> bool:
     """Whether anything accepts a TCP connection at one of the endpoint's addresses (a host
     path such as PostgreSQL's Unix socket folder counts as answering: it is not checked)."""
-    for host, port in addresses(service, value):
-        if host.startswith("/"):
-            return True
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s):
-                return True
-        except OSError:
-            continue
-    return False
+    from jetspark.devtools.services.process import port_open
+
+    return any(host.startswith("/") or port_open(port, host, timeout_s)
+               for host, port in addresses(service, value))

@@ -113,10 +113,15 @@ def ensure_port_free(port: int, service: str) -> None:
             ) from None
 
 
-def port_open(port: int, host: str = "127.0.0.1") -> bool:
+def port_open(port: int, host: str = "127.0.0.1", timeout_s: float = 0.5) -> bool:
+    """Whether something accepts a TCP connection at ``host:port`` (a name that does not
+    resolve: False)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, port)) == 0
+        s.settimeout(timeout_s)
+        try:
+            return s.connect_ex((host, port)) == 0
+        except OSError:
+            return False
 
 
 def spawn(

@@ -8,6 +8,7 @@ import pytest
 
 from jetspark.devtools.services import acquire
 from jetspark.devtools.services.endpoints import addresses, answers
+from jetspark.devtools.services.process import free_port
 from jetspark.errors import ServiceError
 
 
@@ -22,23 +23,18 @@ def test_addresses_of_each_kind_of_endpoint() -> None:
     assert addresses("spark", "spark://master:7078") == [("master", 7078)]
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_a_listening_port_answers_and_a_closed_one_does_not() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        assert answers("kafka", f"127.0.0.1:{_closed_port()},127.0.0.1:{server.getsockname()[1]}")
-    assert not answers("kafka", f"127.0.0.1:{_closed_port()}", timeout_s=0.5)
+        assert answers("kafka", f"127.0.0.1:{free_port()},127.0.0.1:{server.getsockname()[1]}")
+    assert not answers("kafka", f"127.0.0.1:{free_port()}", timeout_s=0.5)
+    assert not answers("kafka", "no-such-host.invalid:9092", timeout_s=0.5)  # does not resolve
 
 
 def test_a_stopped_service_named_by_its_variable_fails_at_once_without_its_password(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    port = _closed_port()
+    port = free_port()
     monkeypatch.setenv("JETSPARK_AMQP_URL", f"amqp://user:s3cret-pw@127.0.0.1:{port}/%2F")
     with pytest.raises(ServiceError) as caught:
         acquire(["rabbitmq"])

@@ -500,7 +500,11 @@ def _print_attribution(results: list[dict], case: Case, contenders: list[str], t
     """Where the micro-batch goes, per contender side by side: the medians over runs of each
     recorded figure (ms per micro-batch), the largest first."""
     names = sorted({k for r in results if r["case"] == case.name for k in r.get("attribution_ms", {})})
-    table = {c: _medians(results, case, c, {k: ("attribution_ms", k) for k in names}) for c in contenders}
+    def median_of(c: str, k: str) -> float:  # a figure a contender's plan lacks counts as 0 ms
+        return _median([r["attribution_ms"].get(k, 0.0) for r in results
+                        if r["case"] == case.name and r["contender"] == c])
+
+    table = {c: {k: median_of(c, k) for k in names} for c in contenders}
     present = [k for k in names if any(table[c].get(k, 0) == table[c].get(k, 0) and table[c].get(k, 0) > 0.5
                                        for c in contenders)]
     present.sort(key=lambda k: -max(v if v == v else 0 for v in (table[c].get(k, 0) for c in contenders)))

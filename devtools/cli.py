@@ -156,7 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ins = sub.add_parser("inspect", help="a streaming query's batches, watermarks, lag and pending "
                                          "transactions, from its checkpoint (read-only)")
-    ins.add_argument("checkpoint", help="the query's checkpointLocation (a local folder)")
+    ins.add_argument("checkpoint", help="the query's checkpointLocation: a local folder or a URI (s3://, "
+                                        "s3a://, gs://, hdfs://, abfs://, file://); credentials as the "
+                                        "filesystem takes them (AWS_* variables, …)")
     ins.add_argument("--batches", type=int, default=20, help="show the newest N batches (0: all; default 20)")
     ins.add_argument("--kafka", metavar="BOOTSTRAP", help="Kafka bootstrap servers: each partition's lag")
     ins.add_argument("--kafka-config", metavar="FILE",
@@ -177,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--rabbitmq-api", metavar="URL",
                      help="management plugin URL (http://user@host:15672) for the unacked count")
     ins.add_argument("--wal-location", metavar="PATH",
-                     help="jetrabbitmq walLocation: WAL, dedup and lease files")
+                     help="jetrabbitmq walLocation (a local folder or a URI): WAL, dedup and lease files")
     ins.add_argument("--json", action="store_true", help="one JSON object per report")
     ins.add_argument("--plot", metavar="FILE.png", help="also draw the per-partition watermarks and W")
     ins.add_argument("--follow", type=float, metavar="SECONDS", nargs="?", const=5.0, default=None,

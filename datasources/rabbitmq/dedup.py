@@ -32,7 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jetspark.datasources.rabbitmq.bloom import MAX_BITS_PER_ID, BloomFilter, hash64
-from jetspark.datasources.rabbitmq.wal import durable_write, list_files, open_location, read_ipc, table_to_ipc
+from jetspark.datasources.rabbitmq.wal import durable_write, list_files, read_ipc, table_to_ipc
+from jetspark.filesystems import open_location
 from jetspark.private_files import make_private_dir
 
 DEDUP_DIR = "dedup"

@@ -41,8 +41,9 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from jetspark.datasources.rabbitmq.wal import durable_write, fsync_dir, list_files, open_location
+from jetspark.datasources.rabbitmq.wal import durable_write, fsync_dir, list_files
 from jetspark.errors import JetsparkError
+from jetspark.filesystems import open_location
 from jetspark.private_files import make_private_dir, open_private
 from jetspark.redaction import shown_value
 

@@ -19,9 +19,8 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
 from jetspark.columns import LATE, TIMESTAMP_TYPE
-from jetspark.errors import OptionError
+from jetspark.filesystems import open_location
 from jetspark.private_files import make_private_dir, open_private
-from jetspark.redaction import redact_dsn, scrub, secret_values
 
 WAL_DIR = "wal"
 SUFFIX = ".arrow"
@@ -39,19 +38,6 @@ WAL_SCHEMA = pa.schema(
         (LATE, pa.bool_()),
     ]
 )
-
-
-def open_location(location: str) -> tuple[pafs.FileSystem, str]:
-    """A pyarrow filesystem and root path for a URI (s3://, hdfs://, file://) or local path."""
-    if "://" not in location:
-        return pafs.LocalFileSystem(), os.path.abspath(location)
-    try:
-        fs, path = pafs.FileSystem.from_uri(location)
-    except (pa.ArrowException, ValueError, OSError) as e:  # its text quotes the URI, keys and all
-        reason = redact_dsn(scrub(str(e), secret_values({"walLocation": location})))
-        raise OptionError("walLocation", location,
-                          f"a local path or a URI of a filesystem pyarrow opens ({reason})") from None
-    return fs, path.rstrip("/") or "/"
 
 
 def durable_write(fs: pafs.FileSystem, path: str, data: bytes | pa.Buffer) -> None:

@@ -24,7 +24,6 @@ services (Kafka lag, queue depth, prepared transactions) are in :mod:`jetspark.i
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from datetime import UTC, datetime
 
 from jetspark.datasources.rabbitmq.watermark import watermark_part
 from jetspark.errors import JetsparkError
+from jetspark.inspect.storage import Folder, open_folder
 
 JETKAFKA, JETRABBITMQ, OTHER = "jetkafka", "jetrabbitmq", "other"
 
@@ -174,13 +174,9 @@ def parse_source_offset(index: int, data: object) -> SourceOffset:
 
 
 # -- the logs -------------------------------------------------------------------------------
-def _batch_ids(folder: str) -> list[int]:
+def _batch_ids(folder: Folder, log: str) -> list[int]:
     """Batch ids with an entry in a log folder (temporary and checksum files skipped)."""
-    try:
-        names = os.listdir(folder)
-    except FileNotFoundError:
-        return []
-    return sorted(int(n) for n in names if n.isdigit())
+    return sorted(int(n) for n in folder.names(log) if n.isdigit())
 
 
 def parse_offset_entry(text: str, where: str = "offsets") -> tuple[dict, list[object]]:
@@ -198,23 +194,20 @@ def parse_offset_entry(text: str, where: str = "offsets") -> tuple[dict, list[ob
     return dict(meta), sources
 
 
-def _read_text(path: str) -> str | None:
+def _read_text(folder: Folder, *parts: str) -> str | None:
     """A checkpoint file's text; None when it does not exist (purged by Spark meanwhile)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except FileNotFoundError:
+    data = folder.read_bytes(*parts)
+    if data is None:
         return None
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise CheckpointError(f"{path}: not a text file: not written by Spark") from None
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot be read ({e.strerror or e})") from None
+        raise CheckpointError(f"{folder.where(*parts)}: not a text file: not written by Spark") from None
 
 
-def _query_id(path: str) -> str | None:
+def _query_id(folder: Folder) -> str | None:
     """The ``id`` of the checkpoint's ``metadata`` file (None when the file is missing)."""
-    metadata = os.path.join(path, "metadata")
-    text = _read_text(metadata)
+    text = _read_text(folder, "metadata")
     if text is None:
         return None
     try:
@@ -222,37 +215,35 @@ def _query_id(path: str) -> str | None:
     except ValueError:
         data = None
     if not isinstance(data, Mapping) or not isinstance(data.get("id"), str):
-        raise CheckpointError(
-            f'{metadata}: not a Spark checkpoint metadata file (expected {{"id": "<query id>"}})')
+        raise CheckpointError(f'{folder.where("metadata")}: not a Spark checkpoint metadata file '
+                              '(expected {"id": "<query id>"})')
     return data["id"]
 
 
 def read_checkpoint(path: str, last: int | None = None) -> Checkpoint:
-    """Read ``path`` (a local checkpoint folder); ``last``: only the newest that many batches.
+    """Read the checkpoint at ``path`` (a local folder or a filesystem URI: ``s3://``/``s3a://``,
+    ``gs://``, ``hdfs://``, ``abfs://``, ``file://``); ``last``: only the newest that many batches.
 
     Raises :class:`CheckpointError`, naming the file, when ``path`` has no offset log or a file
     in it is not what Spark writes (a corrupt or foreign checkpoint).
     """
-    path = path.removeprefix("file://")
-    offsets_dir, commits_dir = os.path.join(path, "offsets"), os.path.join(path, "commits")
-    if not os.path.exists(path):
-        raise CheckpointError(f"{path}: no such folder")
-    if not os.path.isdir(offsets_dir):
+    folder = open_folder(path, "checkpointLocation", CheckpointError)
+    if folder.kind("offsets") != "dir":
         raise CheckpointError(
-            f"{path}: no offsets/ folder: not a streaming checkpoint, or no batch planned yet")
-    query_id = _query_id(path)
-    ids = _batch_ids(offsets_dir)
-    committed = set(_batch_ids(commits_dir))
+            f"{folder.shown}: no offsets/ folder: not a streaming checkpoint, or no batch planned yet")
+    query_id = _query_id(folder)
+    ids = _batch_ids(folder, "offsets")
+    committed = set(_batch_ids(folder, "commits"))
     first = ids[0] if ids else None
     # one batch more than shown, for per-batch differences of running counts
     chosen = ids if last is None or last <= 0 else ids[-(last + 1):]
     batches: list[BatchInfo] = []
     prev: BatchInfo | None = None
     for batch_id in chosen:
-        entry = os.path.join(offsets_dir, str(batch_id))
-        text = _read_text(entry)
+        text = _read_text(folder, "offsets", str(batch_id))
         if text is None:  # purged by Spark meanwhile
             continue
+        entry = folder.where("offsets", str(batch_id))
         meta, raw = parse_offset_entry(text, entry)
         try:
             sources = tuple(parse_source_offset(i, s) for i, s in enumerate(raw))
@@ -265,7 +256,7 @@ def read_checkpoint(path: str, last: int | None = None) -> Checkpoint:
         prev = b
     if last is not None and last > 0:
         batches = batches[-last:]
-    return Checkpoint(path, query_id, tuple(batches), first)
+    return Checkpoint(folder.shown, query_id, tuple(batches), first)
 
 
 def _late(batch_id: int, sources: tuple[SourceOffset, ...], prev: BatchInfo | None) -> int | None:

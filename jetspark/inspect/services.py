@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from jetspark.errors import JetsparkError, ServiceError
-from jetspark.redaction import mask_userinfo, redact_dsn, scrub, shown_value
+from jetspark.errors import ServiceError
+from jetspark.inspect.storage import Folder, open_folder
+from jetspark.redaction import mask_userinfo, redact_dsn, scrub
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ class FolderUsage:
 
 @dataclass(frozen=True)
 class WalState:
-    """The files under a jetrabbitmq ``walLocation`` (a local folder)."""
+    """The files under a jetrabbitmq ``walLocation``."""
 
     location: str
     wal: FolderUsage
@@ -199,40 +199,20 @@ class WalState:
     """The newest lease file's content (``epoch``, ``host``, ``pid``, ``renewedMs``, ``released``)."""
 
 
-def _usage(folder: str, suffix: str = "") -> tuple[FolderUsage, list[str]]:
-    try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(suffix) and not n.startswith("."))
-    except FileNotFoundError:
-        return FolderUsage(0, 0), []
-    size = 0
-    for n in names:
-        try:
-            size += os.path.getsize(os.path.join(folder, n))
-        except FileNotFoundError:  # deleted meanwhile by the running query
-            pass
-    return FolderUsage(len(names), size), names
+def _usage(folder: Folder, sub: str, suffix: str = "") -> tuple[FolderUsage, list[str]]:
+    sizes = {n: size for n, size in folder.sizes(sub).items() if n.endswith(suffix)}
+    return FolderUsage(len(sizes), sum(sizes.values())), sorted(sizes)
 
 
 def wal_state(location: str) -> WalState:
-    """Count and size the WAL, dedup and lease files under ``location``."""
+    """Count and size the WAL, dedup and lease files under ``location`` (a local folder or a
+    filesystem URI, as the query's ``walLocation``)."""
     from jetspark.datasources.rabbitmq.dedup import DEDUP_DIR
     from jetspark.datasources.rabbitmq.lease import LEASE_DIR
     from jetspark.datasources.rabbitmq.wal import SUFFIX, WAL_DIR, WalRange
 
-    shown = str(shown_value("walLocation", location))  # a URI may carry keys
-    parts = urllib.parse.urlsplit(location)
-    if parts.scheme.lower() == "file" and parts.netloc in ("", "localhost"):
-        root = urllib.parse.unquote(parts.path)
-    elif "://" in location:
-        raise JetsparkError(f"walLocation {shown}: inspect reads a local folder (or file://) only")
-    else:
-        root = location
-    if not os.path.isdir(root):
-        raise JetsparkError(f"walLocation {shown}: no such folder (the query makes it when it starts)")
-    if not os.access(root, os.R_OK | os.X_OK):
-        raise JetsparkError(f"walLocation {shown}: not readable by this user (the query makes its "
-                            "folders 0700: inspect as the user that runs the query)")
-    wal, names = _usage(os.path.join(root, WAL_DIR), SUFFIX)
+    folder = open_folder(location, "walLocation")
+    wal, names = _usage(folder, WAL_DIR, SUFFIX)
     ranges = []
     for n in names:
         try:
@@ -240,18 +220,19 @@ def wal_state(location: str) -> WalState:
         except ValueError:
             continue
         ranges.append((r.start, r.end, r.epoch))
-    dedup, _ = _usage(os.path.join(root, DEDUP_DIR))
-    lease, lease_names = _usage(os.path.join(root, LEASE_DIR), ".json")
+    dedup, _ = _usage(folder, DEDUP_DIR)
+    lease, lease_names = _usage(folder, LEASE_DIR, ".json")
     holder = None
     for n in reversed(lease_names):
+        data = folder.read_bytes(LEASE_DIR, n)
         try:
-            with open(os.path.join(root, LEASE_DIR, n)) as f:
-                holder = json.load(f)
-            break
-        except (FileNotFoundError, ValueError):
+            holder = json.loads(data) if data is not None else None
+        except ValueError:
             continue
-    return WalState(shown, wal, sum(e - s for s, e, _ in ranges), tuple(sorted(ranges)), dedup, lease,
-                    holder)
+        if holder is not None:
+            break
+    return WalState(folder.shown, wal, sum(e - s for s, e, _ in ranges), tuple(sorted(ranges)), dedup,
+                    lease, holder)
 
 
 @dataclass(frozen=True)

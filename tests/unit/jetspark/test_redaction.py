@@ -11,8 +11,8 @@ from jetspark.datasources.kafka.options import KafkaSourceOptions
 from jetspark.datasources.kafka.source import _settings
 from jetspark.datasources.rabbitmq.lease import Lease
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
-from jetspark.datasources.rabbitmq.wal import open_location
 from jetspark.errors import OptionError
+from jetspark.filesystems import open_location
 from jetspark.redaction import is_secret_option, redact_dsn, secret_values, shown_value
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
 from jetspark.sinks.kafka.options import KafkaSinkOptions

@@ -96,7 +96,7 @@ def test_missing_or_foreign_folder(tmp_path, capsys):
     assert f"{foreign}: no offsets/ folder: not a streaming checkpoint" in _cli_error(foreign, capsys)
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
-    assert f"{a_file}: no offsets/ folder" in _cli_error(a_file, capsys)
+    assert f"{a_file}: a file, not a folder" in _cli_error(a_file, capsys)
 
 
 def test_timestamps_beyond_the_calendar_are_shown_as_numbers(tmp_path, capsys):

@@ -45,8 +45,8 @@ def s3_uri(endpoint: str, path: str, scheme: str = "s3") -> str:
 
 
 def summary(report) -> list[tuple]:
-    return [(b.batch_id, b.committed, b.watermark, b.late, [(s.seq, s.epoch, dict(s.counts)) for s in b.sources])
-            for b in report.checkpoint.batches]
+    return [(b.batch_id, b.committed, b.watermark, b.late,
+             [(s.seq, s.epoch, dict(s.counts)) for s in b.sources]) for b in report.checkpoint.batches]
 
 
 def test_inspect_reads_a_checkpoint_and_a_wal_on_s3(spark, amqp_url, rabbit_queue, tmp_path, s3_endpoint,
@@ -67,7 +67,7 @@ def test_inspect_reads_a_checkpoint_and_a_wal_on_s3(spark, amqp_url, rabbit_queu
     assert query.exception() is None
     s3 = pafs.S3FileSystem(access_key=KEY, secret_key=SECRET, endpoint_override=s3_endpoint, scheme="http",
                            region="us-east-1")
-    assert s3.get_file_info(pafs.FileSelector(f"{BUCKET}/orders/wal/dedup")), "the query wrote no dedup file to S3"
+    assert s3.get_file_info(pafs.FileSelector(f"{BUCKET}/orders/wal/dedup")), "no dedup file on S3"
     pafs.copy_files(str(cp), f"{BUCKET}/orders/cp", source_filesystem=pafs.LocalFileSystem(),
                     destination_filesystem=s3)
 

@@ -272,7 +272,8 @@ def test_wal_state_counts_wal_messages_dedup_and_lease_files(tmp_path):
         assert wal_state(uri).wal_ranges == held.wal_ranges
 
 
-@pytest.mark.parametrize("where, says", [("none", "no such folder"), ("nosuchfs://bucket/wal", "a URI of a filesystem pyarrow opens")])
+@pytest.mark.parametrize("where, says", [("none", "no such folder"),
+                                         ("nosuchfs://bucket/wal", "a URI of a filesystem pyarrow opens")])
 def test_wal_state_of_a_folder_it_cannot_read_is_an_error(tmp_path, where, says):
     location = where if "://" in where else str(tmp_path / where)
     with pytest.raises(JetsparkError, match=says):

@@ -88,6 +88,7 @@ from pathlib import Path
 import batch_attribution
 import numpy as np
 from kafka_bench import write_report
+from plots import runs_chart
 
 CONTENDERS = ("jetspark", "spark")
 STATE_STORES = {
@@ -457,7 +458,16 @@ def main() -> None:
         shutil.rmtree(workdir, ignore_errors=True)
     load = os.getloadavg()
     print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    write_report("live", {"args": vars(args), "runs": results, "summary": summary, "load_average": load})
+    report = write_report("live", {"args": vars(args), "runs": results, "summary": summary,
+                                   "load_average": load})
+    groups = {f"{case.name} {q}": {c: [r["latency"][q] for r in results
+                                      if r["case"] == case.name and r["contender"] == c and "latency" in r]
+                                  for c in contenders}
+              for case in chosen for q in ("p50", "p99")}
+    if any(v for g in groups.values() for v in g.values()):
+        runs_chart(report.with_suffix(".png"), f"Live windows: latency per window, {args.rate:,} events/s",
+                   "seconds from window end to the row in PostgreSQL (bar: median, dots: runs)", groups,
+                   f"{os.cpu_count()} cores, load average at the end {load[0]:.2f}")
 
 
 def _medians(results: list[dict], case: Case, contender: str, paths: dict[str, tuple[str, ...]]) -> dict:

@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from plots import runs_chart
 
 SLIDE_S = 60
 LAG_S = 60
@@ -484,6 +485,11 @@ def _report(args, results: list[dict], started: dt.datetime, load_start: tuple) 
     (out / f"windowing-{stamp}.md").write_text(text)
     (out / f"windowing-{stamp}.json").write_text(json.dumps(results, indent=2))
     print(text)
+    groups = {f"size/slide {r['ratio']}, {r['mode']}": {c: [run["wall"] for run in v]
+                                                         for c, v in r["runs"].items()} for r in results}
+    runs_chart(out / f"windowing-{stamp}.png", f"Sliding windows: {args.events:,} events, {args.keys} keys",
+               "seconds per run (bar: median, dots: runs; lower is better)", groups,
+               f"{os.cpu_count()} cores, load average at the end {end[0]:.2f}")
 
 
 def _fmt(x: float | None, unit: str) -> str:

@@ -38,11 +38,16 @@ COMMITS = SinkCommits(
 DEFAULT_MARKER_TABLE = "jetspark_sink_markers"
 DEAD_LETTER_SUFFIX = "_rejected"
 KNOWN = ("url", "table", "dbtable", "user", "password", "guarantee", "commit", "keys", "finalColumn",
-         "sinkId", "createTable", "markerTable", "onRejected", "deadLetterTable", *SPARK_WRITER_OPTIONS)
+         "sinkId", "createTable", "markerTable", "onRejected", "deadLetterTable", "connectTimeout",
+         "socketTimeout", *SPARK_WRITER_OPTIONS)
 MAX_IDENTIFIER_BYTES = 63  # PostgreSQL's NAMEDATALEN - 1: longer names are truncated
 
 _IDENT = r'(?:"(?:[^"]|"")+"|[^".\s]+)'
 _QUALIFIED_RE = re.compile(rf"^\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*$")
+DEFAULT_CONNECT_TIMEOUT_MS = 30_000
+DEFAULT_SOCKET_TIMEOUT_MS = 300_000
+TIMEOUT_ACCEPTED = ("a duration with its unit, such as '30 seconds' or '5 minutes' (a bare number is "
+                    "refused: PgJDBC reads it as seconds, jetspark's other durations as milliseconds)")
 TABLE_ACCEPTED = 'a table name: "table" or "schema.table"; double-quote names containing dots or quotes'
 
 
@@ -112,6 +117,11 @@ class JdbcSinkOptions:
     dead_letter_table: TableName
     on_rejected: OnRejected
     final_column: str | None = None
+    connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS
+    """How long a new session may take to connect (libpq's ``connect_timeout``, whole seconds)."""
+    socket_timeout_ms: int = DEFAULT_SOCKET_TIMEOUT_MS
+    """How long any one wait for the server may last (a statement's answer, a COPY chunk's
+    send); 0: unbounded. After it the session is closed and the task fails naming it."""
 
     @property
     def where(self) -> str:
@@ -128,7 +138,7 @@ class JdbcSinkOptions:
         return redact_dsn(scrub(text, self.secrets()))
 
     def connect_kwargs(self) -> dict[str, str]:
-        kwargs = {}
+        kwargs = {"connect_timeout": str(max(2, -(-self.connect_timeout_ms // 1000)))}  # libpq: >= 2 s
         if self.user:
             kwargs["user"] = self.user
         if self.password:
@@ -191,4 +201,18 @@ class JdbcSinkOptions:
             dead_letter_table=dead_letter_table,
             on_rejected=parse_on_rejected(opts),
             final_column=final_column,
+            connect_timeout_ms=_timeout_ms(opts, "connectTimeout", DEFAULT_CONNECT_TIMEOUT_MS, zero=False),
+            socket_timeout_ms=_timeout_ms(opts, "socketTimeout", DEFAULT_SOCKET_TIMEOUT_MS, zero=True),
         )
+
+
+def _timeout_ms(opts: Options, name: str, default: int, *, zero: bool) -> int:
+    """A timeout with its unit; ``zero``: 0 means none."""
+    value = opts.string(name)
+    if value is not None and re.fullmatch(r"\s*\d+(\.\d*)?\s*", value):
+        raise OptionError(name, value, TIMEOUT_ACCEPTED)
+    ms = opts.duration_ms(name, default)
+    assert ms is not None
+    if ms == 0 and not zero:
+        raise OptionError(name, value, TIMEOUT_ACCEPTED + ", above 0")
+    return ms

@@ -40,7 +40,7 @@ def _key(options: JdbcSinkOptions) -> str:
 
 def take(options: JdbcSinkOptions, *, autocommit: bool = True) -> psycopg.Connection:
     """An idle session of this process that still answers, or a new one."""
-    from jetspark.sinks.jdbc.target import connect
+    from jetspark.sinks.jdbc.connection import connect
 
     key = _key(options)
     with _lock:

@@ -46,15 +46,6 @@ class PostgresTarget:
         return sql.Identifier(*self.options.marker_table.parts())
 
 
-def connect(options: JdbcSinkOptions, *, autocommit: bool = True) -> psycopg.Connection:
-    """A connection to the sink's server; a failure names the server without credentials."""
-    try:
-        return psycopg.connect(options.conninfo, autocommit=autocommit, application_name="jetspark-sink",
-                               **options.connect_kwargs())
-    except psycopg.Error as e:
-        raise SinkError(f"cannot connect to PostgreSQL at {options.where}: {options.scrub(str(e))}") from None
-
-
 def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bool) -> PostgresTarget:
     """Check server, table and DataFrame; create the table and marker table when needed."""
     check_supported(schema)

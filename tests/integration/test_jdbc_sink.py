@@ -524,7 +524,7 @@ def test_many_refused_rows_in_one_batch_keep_within_64_subtransactions(pg_dsn, s
     """A batch with 150 refused rows among good ones is probed in over 150 pieces; PostgreSQL
     keeps a released savepoint's subtransaction until the end, so the pieces must not all stay
     alive: never more than 64 at once (its cache), and every row is accounted for once."""
-    from jetspark.sinks.jdbc.target import connect
+    from jetspark.sinks.jdbc.connection import connect
 
     _create_checked_events(pg_dsn, schema)
     target = prepare_target(_options(pg_dsn, schema), ids_schema(), False)

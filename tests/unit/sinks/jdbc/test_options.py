@@ -52,12 +52,27 @@ def test_dbtable_alias_schema_and_marker_table_follows_schema():
     ({**BASE, "batchsize": "10"}, "batchsize"),
     ({**BASE, "finalColumn": "final"}, "finalColumn"),  # only with commit=upsert
     ({**BASE, "commit": "upsert", "keys": "k,final", "finalColumn": "final"}, "finalColumn"),
+    ({**BASE, "socketTimeout": "30"}, "socketTimeout"),  # PgJDBC's bare seconds: refused, not 30 ms
+    ({**BASE, "connectTimeout": "10"}, "connectTimeout"),
+    ({**BASE, "connectTimeout": "0 seconds"}, "connectTimeout"),
+    ({**BASE, "socketTimeout": "soon"}, "socketTimeout"),
 ])
 def test_bad_options_name_option_value_and_accepted(raw, option):
     with pytest.raises(OptionError) as e:
         JdbcSinkOptions.parse(raw)
     assert e.value.option.lower() == option.lower()
     assert "accepted" in str(e.value)
+
+
+def test_timeouts_default_reach_libpq_and_zero_unbounds_the_socket():
+    o = JdbcSinkOptions.parse(BASE)
+    assert (o.connect_timeout_ms, o.socket_timeout_ms) == (30_000, 300_000)
+    assert o.connect_kwargs()["connect_timeout"] == "30"
+    o = JdbcSinkOptions.parse({**BASE, "connectTimeout": "500ms", "socketTimeout": "0 seconds"})
+    assert o.connect_kwargs()["connect_timeout"] == "2"  # libpq's least
+    assert o.socket_timeout_ms == 0
+    o = JdbcSinkOptions.parse({**BASE, "connectTimeout": "2.5 s"})
+    assert o.connect_kwargs()["connect_timeout"] == "3"
 
 
 def test_credentials_never_in_repr_or_messages():

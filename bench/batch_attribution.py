@@ -14,6 +14,13 @@ status store (kept with the UI off too):
   ``<node>: <metric>`` (the state operator's update, removal and commit times, RocksDB's
   commit phases, the Python nodes' boot, init and processing times, …).
 
+A Python node's "time to initialize Python workers" is not a cost when workers are reused
+(Spark's default): a reused worker starts the next task's clock as soon as its last task
+ends and then waits for the task, so "initialize" counts the worker's idle time between
+micro-batches (its "start" is negative by as much, and Spark drops negative values from the
+totals). "time to run Python workers" (the task's start to the worker's finish) is the
+node's real time.
+
 The state operator's progress figures (``allUpdatesTimeMs``, ``allRemovalsTimeMs``,
 ``commitTimeMs``, its custom metrics) come from the query's progress; see
 :func:`state_operator`.
@@ -26,7 +33,8 @@ from collections import defaultdict
 
 _BATCH = re.compile(r"runId = ([0-9a-f-]+)\s+batch = (\d+)")
 _UNITS_MS = {"ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
-_TOTAL = re.compile(r"\n\s*([\d.,]+) (ms|s|m|h)\b")
+_TOTAL = re.compile(r"\n\s*(-?[\d.,]+) (ms|s|m|h)\b")
+
 
 
 def _total_ms(shown: str) -> float | None:

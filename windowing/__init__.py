@@ -28,6 +28,7 @@ from jetspark.windowing.definitions import (
     tumbling,
 )
 from jetspark.windowing.partitions import StatefulPartitionsWarning
+from jetspark.windowing.state_store import ChangelogCheckpointingWarning
 
 __all__ = [
     "ENGINES",
@@ -36,6 +37,7 @@ __all__ = [
     "STATE_APIS",
     "AggregateError",
     "AggregateOperation",
+    "ChangelogCheckpointingWarning",
     "Field",
     "SessionWindow",
     "SlidingWindow",

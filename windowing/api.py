@@ -69,6 +69,7 @@ from jetspark.windowing.native import (
 )
 from jetspark.windowing.partitions import choose_stateful_partitions
 from jetspark.windowing.plan import BUCKET, FRAME, Plan
+from jetspark.windowing.state_store import choose_changelog_checkpointing
 from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, stateful_processor
 from jetspark.worker_python import warn_if_workers_lack_jetspark
 
@@ -134,6 +135,9 @@ def window_aggregate(
         combine frames.
     buckets : int, default 16
         Number of state groups of a streaming query; fixed for the life of its checkpoint.
+        Each bucket costs a few state-server round trips every micro-batch: for a new live
+        query choose as many as the stateful stage's tasks (``spark.sql.shuffle.partitions``),
+        see docs/how-to/live-latency.md.
     state_api : {"transformWithStateInPandas", "applyInPandasWithState"}
         Spark's stateful API of a streaming query; the default, the first, is the faster
         (:mod:`jetspark.windowing.stateful` says why).
@@ -268,6 +272,7 @@ def _window_aggregate(
                 "engine='native' on a stream runs tumbling windows of built-in operations without "
                 "early_results (Spark's streaming aggregation); use engine='auto' for this window")
     choose_stateful_partitions(df.sparkSession)  # once the call cannot be refused any more
+    choose_changelog_checkpointing(df.sparkSession, None if native is not None else state_api)
     if native is not None:
         return native
     for extra in (wm_col, heartbeat):

@@ -58,7 +58,9 @@ class TcpProxy:
             self._stall_pattern = self._reset_pattern = None
             self._stall_connects = False
             held, self._held = self._held, []
-        for s in held:
+        for s in held:  # shutdown first: close() alone leaves a socket open while a pump thread
+            with contextlib.suppress(OSError):  # still blocks in its recv()
+                s.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 s.close()
 
@@ -120,9 +122,11 @@ class TcpProxy:
             if self._reset_pattern is None or self._reset_pattern not in data:
                 return False
             self._reset_pattern = None
-        for s in pair:
+            self.stalled.set()  # before the client can see the reset
+        for s in pair:  # linger 0: the close sends RST; SHUT_RD wakes the other pump's recv()
             with contextlib.suppress(OSError):
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                s.shutdown(socket.SHUT_RD)
+            with contextlib.suppress(OSError):
                 s.close()
-        self.stalled.set()
         return True

@@ -37,7 +37,9 @@ def proxy(pg_dsn: str):
 
 
 def options_via(proxy: TcpProxy, pg_dsn: str, pg_schema: str, **extra: str) -> JdbcSinkOptions:
-    url = psycopg.conninfo.make_conninfo(pg_dsn, host="127.0.0.1", port=str(proxy.port))
+    port = psycopg.conninfo.conninfo_to_dict(pg_dsn)["port"]
+    url = pg_dsn.replace(f":{port}/", f":{proxy.port}/")
+    assert url != pg_dsn, "the tests' PostgreSQL URL names no port"
     return JdbcSinkOptions.parse({"url": url, "table": f"{pg_schema}.out", "guarantee": "exactly-once",
                                   "createTable": "true", "socketTimeout": "2 seconds",
                                   "connectTimeout": "2 seconds", "sinkId": SINK, **extra})

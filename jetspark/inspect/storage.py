@@ -54,22 +54,20 @@ class Folder:
             raise self._failed(parts, e) from None
         return {pafs.FileType.Directory: "dir", pafs.FileType.File: "file"}.get(info.type)
 
-    def sizes(self, *parts: str) -> dict[str, int]:
-        """The files directly in a subfolder, name → size (no hidden files); {} when it is missing."""
+    def _infos(self, parts: tuple[str, ...]) -> list[pafs.FileInfo]:
         try:
-            infos = self.fs.get_file_info(pafs.FileSelector(self._path(parts), allow_not_found=True))
+            return self.fs.get_file_info(pafs.FileSelector(self._path(parts), allow_not_found=True))
         except (pa.ArrowException, OSError) as e:
             raise self._failed(parts, e) from None
-        return {i.base_name: i.size or 0 for i in infos
+
+    def sizes(self, *parts: str) -> dict[str, int]:
+        """The files directly in a subfolder, name → size (no hidden files); {} when it is missing."""
+        return {i.base_name: i.size or 0 for i in self._infos(parts)
                 if i.type == pafs.FileType.File and not i.base_name.startswith(".")}
 
     def names(self, *parts: str) -> list[str]:
         """Files and folders directly in a subfolder (sorted); [] when it is missing."""
-        try:
-            infos = self.fs.get_file_info(pafs.FileSelector(self._path(parts), allow_not_found=True))
-        except (pa.ArrowException, OSError) as e:
-            raise self._failed(parts, e) from None
-        return sorted(i.base_name for i in infos)
+        return sorted(i.base_name for i in self._infos(parts))
 
     def read_bytes(self, *parts: str) -> bytes | None:
         """A file's bytes; None when it does not exist (purged by the running query meanwhile)."""

@@ -33,13 +33,13 @@ class StatefulPartitionsWarning(UserWarning):
     """``spark.sql.shuffle.partitions`` is (or was) Spark's default of 200 for a streaming window."""
 
 
-def _chosen_by_user(spark) -> bool | None:
-    """Whether the session's ``spark.sql.shuffle.partitions`` was set by someone (None:
-    this client cannot tell: a Connect session, or a JVM it cannot ask)."""
+def set_by_user(spark, key: str) -> bool | None:
+    """Whether the session's setting ``key`` was set by someone, not left at Spark's default
+    (None: this client cannot tell: a Connect session, or a JVM it cannot ask)."""
     if is_connect(spark):
         return None
     try:
-        return bool(spark._jsparkSession.sessionState().conf().contains(SHUFFLE_PARTITIONS))
+        return bool(spark._jsparkSession.sessionState().conf().contains(key))
     except Exception:  # e.g. py4j access to the session state refused
         return None
 
@@ -48,7 +48,7 @@ def choose_stateful_partitions(spark) -> int | None:
     """On a local master, set ``spark.sql.shuffle.partitions`` to the default parallelism
     when it is at Spark's default, and return that number; elsewhere warn when it is 200.
     None when nothing was set."""
-    chosen_by_user = _chosen_by_user(spark)
+    chosen_by_user = set_by_user(spark, SHUFFLE_PARTITIONS)
     if chosen_by_user:
         return None
     local = chosen_by_user is False and spark.sparkContext.master.startswith("local")

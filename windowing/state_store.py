@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import warnings
 
-from jetspark.connect import is_connect
+from jetspark.windowing.partitions import set_by_user
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
@@ -30,15 +30,6 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 
 class ChangelogCheckpointingWarning(UserWarning):
     """jetspark switched on (or advises) RocksDB's changelog checkpointing for a streaming window."""
-
-
-def _set_by_user(spark, key: str) -> bool | None:
-    if is_connect(spark):
-        return None
-    try:
-        return bool(spark._jsparkSession.sessionState().conf().contains(key))
-    except Exception:  # e.g. py4j access to the session state refused
-        return None
 
 
 def choose_changelog_checkpointing(spark, state_api: str | None) -> bool:
@@ -51,10 +42,10 @@ def choose_changelog_checkpointing(spark, state_api: str | None) -> bool:
         provider = provider or ROCKSDB
     if not provider.endswith("RocksDBStateStoreProvider"):
         return False
-    set_by_user = _set_by_user(spark, CHANGELOG)
-    if set_by_user:
+    chosen = set_by_user(spark, CHANGELOG)
+    if chosen:
         return False
-    if set_by_user is None:
+    if chosen is None:
         if (spark.conf.get(CHANGELOG, "false") or "false").lower() != "true":
             _warn(f"{CHANGELOG} is not true", f"Set {CHANGELOG}=true before the query starts")
         return False

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from jetspark.windowing import StatefulPartitionsWarning, ops, tumbling, window_aggregate
-from jetspark.windowing.partitions import SHUFFLE_PARTITIONS, _chosen_by_user
+from jetspark.windowing.partitions import SHUFFLE_PARTITIONS, set_by_user
 from tests.integration.test_windowing_spark import make_batches, write_batch
 
 pytestmark = pytest.mark.integration
@@ -71,7 +71,7 @@ def test_a_value_the_user_set_is_kept_without_a_warning(spark, tmp_path):
 def test_a_value_from_the_builder_counts_as_chosen(spark):
     """The fixture's session sets it with the builder (as ``spark-submit --conf`` would): a new
     session of the same application starts from that SparkConf and sees it as chosen."""
-    assert _chosen_by_user(spark.newSession()) is True
+    assert set_by_user(spark.newSession(), SHUFFLE_PARTITIONS) is True
 
 
 def test_a_static_window_leaves_the_setting_alone(spark, tmp_path):

@@ -32,20 +32,26 @@ def _kill(record: ServiceRecord, sig: int = signal.SIGKILL, timeout_s: float = 6
 
 
 class PrivateKafka:
-    """One KRaft broker of our own: SIGKILLed and started again on the same ports and log dir."""
+    """One KRaft broker of our own: SIGKILLed and started again on the same ports and log dir.
+    With ``ports`` and ``advertised_port``, clients are sent to that port (a proxy in front)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, ports: dict[str, int] | None = None,
+                 advertised_port: int | None = None) -> None:
         self.data_dir = data_dir
-        self.ports: dict[str, int] | None = None
+        self.ports = ports
+        self.advertised_port = advertised_port
         self.record: ServiceRecord | None = None
 
     @property
     def bootstrap(self) -> str:
         assert self.record is not None, "broker not started"
+        if self.advertised_port is not None:
+            return f"127.0.0.1:{self.advertised_port}"
         return self.record.endpoint
 
     def start(self) -> None:
-        self.record = kafka.start(self.data_dir, dict(self.ports) if self.ports else None)
+        self.record = kafka.start(self.data_dir, dict(self.ports) if self.ports else None,
+                                  advertised_port=self.advertised_port)
         self.ports = dict(self.record.ports)
 
     def kill(self) -> None:

@@ -5,10 +5,14 @@ Each accepted connection is forwarded to ``upstream`` by two pump threads. On cu
 - ``stall_on(pattern)``: the next connection whose client sends ``pattern`` stops being
   forwarded in both directions from that chunk on, its sockets held open (a network or
   server that stops answering without closing: what a timeout must end);
+- ``stall_open()``: every connection open now stops being forwarded, its sockets held open
+  (new connections are forwarded: a client that gives up on a dead connection can reconnect);
 - ``stall_connects()``: new connections are accepted and never forwarded (a server that
   takes the TCP handshake and says nothing);
 - ``reset_on(pattern)``: the next connection whose client sends ``pattern`` is reset (RST)
   on both sides before the chunk is forwarded;
+- ``reset_open()``: every connection open now is reset (a network that drops them mid-transfer);
+- ``delay_s``: every chunk waits this long before it is forwarded (a slow network);
 - ``heal()``: back to forwarding; stalled connections are closed.
 
 Patterns are looked for in the client's chunks as they arrive (a pattern split across two
@@ -21,6 +25,7 @@ import contextlib
 import socket
 import struct
 import threading
+import time
 
 
 class TcpProxy:
@@ -33,9 +38,11 @@ class TcpProxy:
         self._reset_pattern: bytes | None = None
         self._stall_connects = False
         self._held: list[socket.socket] = []
+        self._open: set[tuple[socket.socket, socket.socket]] = set()
         self.stalled = threading.Event()
         """Set when a connection was stalled or reset on a pattern."""
         self._closed = False
+        self.delay_s = 0.0
         threading.Thread(target=self._accept, daemon=True, name="tcp-proxy").start()
 
     # -- cues ------------------------------------------------------------------------------
@@ -48,6 +55,24 @@ class TcpProxy:
         with self._lock:
             self._reset_pattern = pattern
             self.stalled.clear()
+
+    def stall_open(self) -> int:
+        """Stall every connection open now; the number stalled."""
+        with self._lock:
+            pairs, self._open = self._open, set()
+            for pair in pairs:
+                self._held.extend(pair)
+            if pairs:
+                self.stalled.set()
+            return len(pairs)
+
+    def reset_open(self) -> int:
+        """Reset every connection open now; the number reset."""
+        with self._lock:
+            pairs, self._open = self._open, set()
+        for pair in pairs:
+            _reset(pair)
+        return len(pairs)
 
     def stall_connects(self) -> None:
         with self._lock:
@@ -87,6 +112,8 @@ class TcpProxy:
                 client.close()
                 continue
             pair = (client, server)
+            with self._lock:
+                self._open.add(pair)
             threading.Thread(target=self._pump, args=(client, server, pair, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(server, client, pair, False), daemon=True).start()
 
@@ -98,6 +125,8 @@ class TcpProxy:
                     break
                 if from_client and self._cue(data, pair):
                     return
+                if self.delay_s:
+                    time.sleep(self.delay_s)
                 with self._lock:
                     if any(s in self._held for s in pair):
                         return  # stalled: nothing more either way
@@ -105,6 +134,7 @@ class TcpProxy:
         except OSError:
             pass
         with self._lock:
+            self._open.discard(pair)
             if any(s in self._held for s in pair):
                 return
         for s in pair:
@@ -116,17 +146,24 @@ class TcpProxy:
         with self._lock:
             if self._stall_pattern is not None and self._stall_pattern in data:
                 self._stall_pattern = None
+                self._open.discard(pair)
                 self._held.extend(pair)
                 self.stalled.set()
                 return True
             if self._reset_pattern is None or self._reset_pattern not in data:
                 return False
             self._reset_pattern = None
+            self._open.discard(pair)
             self.stalled.set()  # before the client can see the reset
-        for s in pair:  # linger 0: the close sends RST; SHUT_RD wakes the other pump's recv()
-            with contextlib.suppress(OSError):
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                s.shutdown(socket.SHUT_RD)
-            with contextlib.suppress(OSError):
-                s.close()
+        _reset(pair)
         return True
+
+
+def _reset(pair: tuple[socket.socket, socket.socket]) -> None:
+    """Reset both sockets: linger 0 makes the close send RST; SHUT_RD wakes the other pump's recv()."""
+    for s in pair:
+        with contextlib.suppress(OSError):
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.shutdown(socket.SHUT_RD)
+        with contextlib.suppress(OSError):
+            s.close()

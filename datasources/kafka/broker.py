@@ -97,6 +97,10 @@ class KafkaBroker:
         """A librdkafka error's text without any secret setting."""
         return redact_dsn(scrub_fragments(str(error), secret_values(self.options.kafka)))
 
+    def _servers(self) -> str:
+        """The bootstrap servers, for a message (credentials in them masked)."""
+        return redact_dsn(self.options.kafka.get("bootstrap.servers", "?"))
+
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
@@ -114,7 +118,8 @@ class KafkaBroker:
         try:
             meta = self._answered(lambda t: self.admin.list_topics(timeout=t))
         except KafkaException as e:
-            raise KafkaError(f"cannot list Kafka topics: {self._scrub(e)}") from None
+            raise KafkaError(f"cannot list Kafka topics at {self._servers()} (waited up to "
+                             f"{_TIMEOUT_S:.0f} s): {self._scrub(e)}") from None
         if sub.kind == "subscribe":
             names = [t for t in sub.topics if t in meta.topics]
         else:
@@ -142,8 +147,10 @@ class KafkaBroker:
                 return self._answered(lambda t: self._list_once(request, level, t))
             except KafkaException as e:
                 if attempt == retries:
-                    raise KafkaError(f"cannot list offsets of {sorted(specs)} ({attempt + 1} attempts): "
-                                     f"{self._scrub(e)}") from None
+                    raise KafkaError(
+                        f"cannot list offsets of {sorted(specs)} at {self._servers()} ({attempt + 1} "
+                        f"attempts of up to {_TIMEOUT_S:.0f} s; options fetchOffset.numRetries, "
+                        f"fetchOffset.retryIntervalMs): {self._scrub(e)}") from None
                 time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
         raise AssertionError("unreachable")
 

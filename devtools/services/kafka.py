@@ -155,10 +155,11 @@ def new_cluster_id() -> str:
 
 
 def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls | None = None,
-          scram: Login | None = None) -> ServiceRecord:
+          scram: Login | None = None, advertised_port: int | None = None) -> ServiceRecord:
     """Start the node in ``data_dir`` (formatting its storage on first start). With ``tls``
     (and ``scram``, a SCRAM-SHA-512 user) also a ``SASL_SSL`` listener (``ports["sasl_ssl"]``)
-    and an mTLS one (``ports["ssl"]``)."""
+    and an mTLS one (``ports["ssl"]``). With ``advertised_port`` the plain listener is
+    advertised there (a proxy in front of the node, which clients then reach through it)."""
     libs = libs_dir()
     ports = ports or {"broker": free_port(), "controller": free_port()}
     if tls is not None:
@@ -171,6 +172,8 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     text = _server_properties(data_dir, ports["broker"], ports["controller"])
     if tls is not None:  # later keys win in a properties file
         text += _secured_properties(data_dir, ports, tls)
+    elif advertised_port is not None:
+        text += f"advertised.listeners=PLAINTEXT://127.0.0.1:{advertised_port}\n"
     write_nofollow(props, text)
     log = data_dir / "kafka.log"
     if not (data_dir / "log" / "meta.properties").exists():

@@ -1,18 +1,20 @@
 """jetrabbitmq exactly once under failures: the driver SIGKILLed at each protocol point,
-RabbitMQ restarted mid-stream, and RabbitMQ restarted while the driver is held between a
-batch's WAL write and its ack (the connection the deliveries came on is cut there)."""
+RabbitMQ restarted mid-stream, and RabbitMQ restarted — or the connection stalled through a
+TCP proxy — while the driver is held between a batch's WAL write and its ack."""
 
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 from tests.faults_harness import run_script, start_script, wait_held
 from tests.integration.scripts.rabbitmq_common import pg_received, publish, wait_counts
+from tests.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.integration
 
@@ -103,22 +105,64 @@ def test_rabbitmq_restarted_between_wal_write_and_ack(
     table, the queue drained, duplicates only counted."""
     from jetspark.devtools.services import local
 
+    _cut_while_held(amqp_url, amqp_url, rabbit_queue, pg_dsn, pg_schema, tmp_path, point, duplicates,
+                    cut=lambda: local.restart("rabbitmq"))
+
+
+# The same points with the connection stalled instead: nothing forwarded either way, nothing
+# closed. The consumer notices by the missed heartbeats (2 s here: 2 intervals without a frame),
+# the broker too, and requeues what the stalled connection had not acked. Those redeliveries
+# may come only after the first run's last batch; a trigger that brings duplicates alone
+# writes no offset, so its count need not reach the checkpoint (hence the lower bound 0).
+STALL_POINTS = [
+    pytest.param("rabbitmq.after_wal_write@2", (0, 10), marks=pytest.mark.soak, id="after-wal-write"),
+    pytest.param("rabbitmq.before_ack@1", (0, 10), marks=pytest.mark.soak, id="before-ack"),
+    pytest.param("rabbitmq.during_ack@1", (0, 10), id="during-ack"),
+]
+
+
+@pytest.mark.parametrize(("point", "duplicates"), STALL_POINTS)
+def test_rabbitmq_connection_stalled_between_wal_write_and_ack(
+    amqp_url, rabbit_queue, pg_dsn, pg_schema, tmp_path, point, duplicates
+):
+    """A connection that stops answering without closing (through a TCP proxy): no wait lasts
+    past the heartbeat; every message once, the queue drained, duplicates only counted."""
+    parts = urlsplit(amqp_url)
+    proxy = TcpProxy(parts.hostname, parts.port)
+    try:
+        query = f"heartbeat=2&{parts.query}" if parts.query else "heartbeat=2"
+        via = urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.port}", f":{proxy.port}"),
+                                        query=query))
+        assert f":{proxy.port}" in via, "the tests' AMQP URL names no port"
+        _cut_while_held(via, amqp_url, rabbit_queue, pg_dsn, pg_schema, tmp_path, point, duplicates,
+                        cut=lambda: _stall(proxy))
+    finally:
+        proxy.close()
+
+
+def _stall(proxy: TcpProxy) -> None:
+    assert proxy.stall_open() >= 1  # the consumer's connection (and the WAL's, if any)
+
+
+def _cut_while_held(url, publish_url, queue, pg_dsn, pg_schema, tmp_path, point, duplicates, cut) -> None:
+    """Hold the query at ``point``, ``cut()`` its broker connection, let it go on; then a run on
+    the same checkpoint completes exactly once."""
     ids = [f"m{i:03d}" for i in range(N)]
-    publish(amqp_url, rabbit_queue, ids)
-    args = (amqp_url, rabbit_queue, str(tmp_path / "wal"), str(tmp_path / "cp"), pg_dsn, pg_schema, "10")
+    publish(publish_url, queue, ids)
+    args = (url, queue, str(tmp_path / "wal"), str(tmp_path / "cp"), pg_dsn, pg_schema, "10")
     gate = tmp_path / "gate"
     held = start_script(SCRIPT, *args, fault=f"{point}:hold", state_dir=tmp_path,
                         env={"JETSPARK_FAULT_GATE": str(gate)})
     try:
         wait_held(gate, held)
-        local.restart("rabbitmq")
+        cut()
     finally:
         gate.touch()
     first = held.wait()
     assert first.returncode == 0 or "jetrabbitmq" in first.output, first.output[-4000:]
     resumed = run_script(SCRIPT, *args, state_dir=tmp_path).check_ok()
     assert sorted(pg_received(pg_dsn, pg_schema)) == ids  # each message exactly once
-    assert wait_counts(rabbit_queue, (0, 0)) == (0, 0)  # and every one acked
+    assert wait_counts(queue, (0, 0)) == (0, 0)  # and every one acked
     # the counts in the last offset are the checkpoint's running totals
     ends = [_result(run.output) for run in (first, resumed) if run.returncode == 0]
     dups = [end for end in ends if end][-1]["counts"]["duplicates"]

@@ -7,10 +7,14 @@
 → ``jetjdbc`` (``commit=two-phase``). ``kafka``: ``jetkafka`` → ``jetkafka`` (``commit=task``),
 key and value as read. The topic is read from the earliest offsets, MAX_OFFSETS per micro-batch;
 the script prints ``DONE`` at a clean end, and the query's error (and exits 1) otherwise.
+``SERVICE_FAULT_KAFKA_OPTIONS`` (JSON, optional) adds options to the jetkafka source, and its
+``kafka.*`` ones to the jetkafka sink.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 
 from pyspark_jetkafka import DefaultSource  # the one jetkafka format: source and sink
@@ -22,9 +26,11 @@ def main() -> None:
     kind, bootstrap, topic, checkpoint, max_offsets, master, *target = sys.argv[1:]
     spark = local_session(f"service-fault-{kind}", master=master)
     spark.dataSource.register(DefaultSource)
+    kafka_options = json.loads(os.environ.get("SERVICE_FAULT_KAFKA_OPTIONS", "{}"))
     source = (spark.readStream.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("startingOffsets", "earliest")
-              .option("maxOffsetsPerTrigger", max_offsets).option("watermark.lag", "0 seconds").load())
+              .option("maxOffsetsPerTrigger", max_offsets).option("watermark.lag", "0 seconds")
+              .options(**kafka_options).load())
     if kind == "window-jdbc":
         from jetspark.sinks.jdbc.writer import JdbcDataSource
         from jetspark.windowing import ops, tumbling, window_aggregate
@@ -42,7 +48,8 @@ def main() -> None:
         (out_topic,) = target
         writer = (source.where("NOT heartbeat").select("key", "value").writeStream.format("jetkafka")
                   .option("kafka.bootstrap.servers", bootstrap).option("topic", out_topic)
-                  .option("guarantee", "exactly-once").option("commit", "task"))
+                  .option("guarantee", "exactly-once").option("commit", "task")
+                  .options(**{k: v for k, v in kafka_options.items() if k.startswith("kafka.")}))
     query = writer.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     try:
         query.awaitTermination()

@@ -109,39 +109,44 @@ def test_rabbitmq_restarted_between_wal_write_and_ack(
                     cut=lambda: local.restart("rabbitmq"))
 
 
-# The same points with the connection stalled instead: nothing forwarded either way, nothing
-# closed. The consumer notices by the missed heartbeats (2 s here: 2 intervals without a frame),
-# the broker too, and requeues what the stalled connection had not acked. Those redeliveries
-# may come only after the first run's last batch; a trigger that brings duplicates alone
-# writes no offset, so its count need not reach the checkpoint (hence the lower bound 0).
-STALL_POINTS = [
-    pytest.param("rabbitmq.after_wal_write@2", (0, 10), marks=pytest.mark.soak, id="after-wal-write"),
-    pytest.param("rabbitmq.before_ack@1", (0, 10), marks=pytest.mark.soak, id="before-ack"),
-    pytest.param("rabbitmq.during_ack@1", (0, 10), id="during-ack"),
+# The same points with the connection cut through a TCP proxy that also slows every chunk by
+# 5 ms: reset (RST both ways), or stalled — nothing forwarded either way, nothing closed. A
+# stalled connection is noticed by the missed heartbeats (2 s here: 2 intervals without a
+# frame), by the broker too, which requeues what it had not acked. Those redeliveries may come
+# only after the first run's last batch; a trigger that brings duplicates alone writes no
+# offset, so its count need not reach the checkpoint (hence the lower bound 0).
+NETWORK_POINTS = [
+    pytest.param("stall", "rabbitmq.after_wal_write@2", marks=pytest.mark.soak, id="stall-after-wal-write"),
+    pytest.param("stall", "rabbitmq.before_ack@1", marks=pytest.mark.soak, id="stall-before-ack"),
+    pytest.param("stall", "rabbitmq.during_ack@1", id="stall-during-ack"),
+    pytest.param("reset", "rabbitmq.after_wal_write@2", marks=pytest.mark.soak, id="reset-after-wal-write"),
+    pytest.param("reset", "rabbitmq.during_ack@1", marks=pytest.mark.soak, id="reset-during-ack"),
 ]
 
 
-@pytest.mark.parametrize(("point", "duplicates"), STALL_POINTS)
-def test_rabbitmq_connection_stalled_between_wal_write_and_ack(
-    amqp_url, rabbit_queue, pg_dsn, pg_schema, tmp_path, point, duplicates
+@pytest.mark.parametrize(("fault", "point"), NETWORK_POINTS)
+def test_rabbitmq_connection_fails_between_wal_write_and_ack(
+    amqp_url, rabbit_queue, pg_dsn, pg_schema, tmp_path, fault, point
 ):
-    """A connection that stops answering without closing (through a TCP proxy): no wait lasts
-    past the heartbeat; every message once, the queue drained, duplicates only counted."""
+    """A slow network whose connections are reset or stop answering without closing: no wait
+    lasts past the heartbeat; every message once, the queue drained, duplicates only counted."""
     parts = urlsplit(amqp_url)
     proxy = TcpProxy(parts.hostname, parts.port)
+    proxy.delay_s = 0.005
     try:
         query = f"heartbeat=2&{parts.query}" if parts.query else "heartbeat=2"
         via = urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.port}", f":{proxy.port}"),
                                         query=query))
         assert f":{proxy.port}" in via, "the tests' AMQP URL names no port"
-        _cut_while_held(via, amqp_url, rabbit_queue, pg_dsn, pg_schema, tmp_path, point, duplicates,
-                        cut=lambda: _stall(proxy))
+        cut = proxy.stall_open if fault == "stall" else proxy.reset_open
+        _cut_while_held(via, amqp_url, rabbit_queue, pg_dsn, pg_schema, tmp_path, point, (0, 10),
+                        cut=lambda: _cut_some(cut))
     finally:
         proxy.close()
 
 
-def _stall(proxy: TcpProxy) -> None:
-    assert proxy.stall_open() >= 1  # the consumer's connection (and the WAL's, if any)
+def _cut_some(cut) -> None:
+    assert cut() >= 1  # the consumer's connection at least
 
 
 def _cut_while_held(url, publish_url, queue, pg_dsn, pg_schema, tmp_path, point, duplicates, cut) -> None:

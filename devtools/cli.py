@@ -14,10 +14,19 @@ def _services(args: argparse.Namespace) -> int:
 
     names = args.names or None
     if args.action == "fetch":
-        from jetspark.devtools.services.kafka import libs_dir, tools_jar
+        fetched = {"kafka", "registry"}  # the others run from installed packages
+        if not set(names or ()) <= fetched:
+            raise JetsparkError(f"services fetch: only kafka and registry are downloaded, not "
+                                f"{', '.join(sorted(set(names) - fetched))}")
+        if "kafka" in (names or ["kafka"]):
+            from jetspark.devtools.services.kafka import libs_dir, tools_jar
 
-        print(f"kafka jars: {libs_dir()}")
-        print(f"kafka tools jar: {tools_jar()}")
+            print(f"kafka jars: {libs_dir()}")
+            print(f"kafka tools jar: {tools_jar()}")
+        if "registry" in (names or ()):
+            from jetspark.devtools.services.schema_registry import app_dir
+
+            print(f"schema registry (Apicurio Registry): {app_dir()}")
     elif args.action == "up":
         endpoints, started = local.up(names)
         reused = [n for n in (names or SERVICES) if n not in started]
@@ -41,7 +50,7 @@ def _services(args: argparse.Namespace) -> int:
     elif args.action == "restart":
         if not names:
             raise JetsparkError("services restart: name the service(s) to restart "
-                                "(kafka, postgres, rabbitmq or spark)")
+                                "(kafka, postgres, rabbitmq, spark or registry)")
         for name in names:
             rec = local.restart(name)
             print(f"restarted {name}: {rec.endpoint}")
@@ -126,11 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)
 
-    svc = sub.add_parser("services", help="local Kafka, PostgreSQL and RabbitMQ on 127.0.0.1")
+    svc = sub.add_parser("services", help="local Kafka, PostgreSQL and RabbitMQ (and on request a Spark "
+                                          "cluster and a Schema Registry) on 127.0.0.1")
     svc.add_argument("action", choices=["up", "env", "status", "down", "restart", "fetch"])
     svc.add_argument("names", nargs="*", metavar="NAME",
-                     help="kafka, postgres, rabbitmq and/or spark (default: the first three; "
-                          "restart needs a name)")
+                     help="kafka, postgres, rabbitmq, spark and/or registry (default: the first "
+                          "three; fetch: kafka, or the ones named of kafka and registry; restart "
+                          "needs a name)")
     svc.set_defaults(func=_services)
 
     demo = sub.add_parser("demo", help="run the demo pipeline on real services")

@@ -11,7 +11,8 @@ import hashlib
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from jetspark.devtools.services.registry import cache_dir
@@ -80,17 +81,31 @@ def resolve_jars(coordinates: Iterable[str]) -> list[Path]:
 def copy_dependencies(pom: Path, output: Path, what: str, *, transitive: bool = True) -> None:
     """Resolve ``pom``'s runtime dependencies into ``output`` with Maven, all or nothing
     (``transitive=False``: only the ones the pom names)."""
+    _maven_into(output, what, lambda partial: [
+        "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime",
+        f"-DoutputDirectory={partial}", *([] if transitive else ["-DexcludeTransitive=true"])])
+
+
+def copy_artifact(coordinate: str, output: Path, what: str) -> None:
+    """Copy the one artifact ``coordinate`` (``group:artifact:version[:type[:classifier]]``)
+    into ``output`` with Maven, all or nothing, without reading its dependencies: for a packaged
+    application, whose POM may name a parent POM that Maven Central does not serve."""
+    with tempfile.TemporaryDirectory() as neutral:  # no pom.xml: Maven runs outside a project
+        _maven_into(output, what, lambda partial: [
+            "dependency:copy", f"-Dartifact={coordinate}", f"-DoutputDirectory={partial}"],
+            cwd=Path(neutral))
+
+
+def _maven_into(output: Path, what: str, arguments: Callable[[Path], list[str]], *,
+                cwd: Path | None = None) -> None:
+    """Run Maven with ``arguments(folder)`` writing into a fresh folder, then make it ``output``."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise JetsparkError(f"cannot fetch {what}: Maven ('mvn') is not installed")
     partial = output.with_name(output.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    proc = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-         "-DincludeScope=runtime", f"-DoutputDirectory={partial}",
-         *([] if transitive else ["-DexcludeTransitive=true"])],
-        capture_output=True, text=True, check=False,
-    )
+    proc = subprocess.run([mvn, "-q", "-B", *arguments(partial)], capture_output=True, text=True,
+                          check=False, cwd=cwd)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
         raise JetsparkError(f"fetching {what} with Maven failed:\n{tail}")

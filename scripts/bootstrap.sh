@@ -16,7 +16,8 @@
 #             service package is installed and no root is needed for them
 #       docs  none
 #   - Apache Kafka's jars from Maven Central (cached under ~/.cache/jetspark), when a local
-#     Kafka may be started
+#     Kafka may be started; for test, also Apicurio Registry's server (the Schema Registry
+#     some tests start; it runs on the same Java 17)
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -122,8 +123,11 @@ fi
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$PWD/formats" > "$site/jetspark-formats-editable.pth"
 
-# --- Kafka jars -------------------------------------------------------------------
+# --- Kafka jars (and Apicurio Registry's server) ----------------------------------
 if [ "$need_kafka" -eq 1 ]; then
   "$VENV/bin/jetspark" services fetch
+fi
+if [ "$TARGET" = test ]; then
+  "$VENV/bin/jetspark" services fetch registry
 fi
 say "ready for '$TARGET'"

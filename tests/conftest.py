@@ -87,6 +87,16 @@ def spark(request: pytest.FixtureRequest):
 
 
 @pytest.fixture(scope="session")
+def schema_registry_url() -> Iterator[str]:
+    """A Confluent-compatible Schema Registry (Apicurio Registry, in memory): its base URL, what
+    confluent-kafka's ``SchemaRegistryClient`` takes. ``JETSPARK_SCHEMA_REGISTRY_URL`` when set,
+    else started once per run, only when a test asks for it; stops only what it started."""
+    handle = acquire(["registry"])
+    yield handle.endpoints.schema_registry_url
+    handle.release()
+
+
+@pytest.fixture(scope="session")
 def spark_master() -> Iterator[str]:
     """A local standalone Spark cluster (master + 2 workers): its ``spark://`` URL."""
     from jetspark.devtools.services import local

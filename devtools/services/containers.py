@@ -1,4 +1,4 @@
-"""The three services as Docker containers via testcontainers (when a Docker engine answers).
+"""The services as Docker containers via testcontainers (when a Docker engine answers).
 
 Same images and settings as ``docker-compose.yml``. Containers live as long as the
 Python process that started them (testcontainers' reaper removes them after).
@@ -10,7 +10,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable
 
-from jetspark.devtools.services import kafka, postgres, rabbitmq
+from jetspark.devtools.services import kafka, postgres, rabbitmq, schema_registry
 from jetspark.devtools.services.endpoints import Endpoints
 from jetspark.devtools.services.process import free_port
 from jetspark.errors import ServiceError
@@ -93,6 +93,11 @@ def start(names: Iterable[str]) -> tuple[Endpoints, list]:
             c.start()
             url = f"amqp://jetspark:{password}@127.0.0.1:{c.get_exposed_port(5672)}/%2F"
             probe = lambda url=url: rabbitmq.probe(url)  # noqa: E731
+        elif name == "registry":  # Apicurio Registry, in memory (its image's default storage)
+            c = DockerContainer(schema_registry.IMAGE).with_bind_ports(8080, (LOOPBACK,))
+            c.start()
+            url = schema_registry.url_of(int(c.get_exposed_port(8080)))
+            probe = lambda url=url: schema_registry.probe(url)  # noqa: E731
         else:
             raise ServiceError(f"unknown service {name!r}")
         containers.append(c)

@@ -1,4 +1,4 @@
-"""Connection settings of the three services, and how they map to environment variables."""
+"""Connection settings of the services, and how they map to environment variables."""
 
 from __future__ import annotations
 
@@ -15,22 +15,26 @@ ENV_VARS = {
     "postgres": "JETSPARK_PG_DSN",
     "rabbitmq": "JETSPARK_AMQP_URL",
     "spark": "JETSPARK_SPARK_MASTER",
+    "registry": "JETSPARK_SCHEMA_REGISTRY_URL",
 }
-# What tests and the demo start by default; a Spark standalone cluster only on request.
+# What tests and the demo start by default; a Spark standalone cluster and a Schema Registry
+# only on request.
 SERVICES = ("kafka", "postgres", "rabbitmq")
 _FIELDS = {"kafka": "kafka_bootstrap", "postgres": "pg_dsn", "rabbitmq": "amqp_url",
-           "spark": "spark_master"}
+           "spark": "spark_master", "registry": "schema_registry_url"}
 
 
 @dataclass(frozen=True)
 class Endpoints:
-    """Where each service answers: Kafka bootstrap servers, a libpq DSN, an AMQP URL, and
-    the master URL of a Spark standalone cluster."""
+    """Where each service answers: Kafka bootstrap servers, a libpq DSN, an AMQP URL, the
+    master URL of a Spark standalone cluster, and a Schema Registry's Confluent-compatible
+    base URL (what confluent-kafka's ``SchemaRegistryClient`` takes as ``url``)."""
 
     kafka_bootstrap: str | None = None
     pg_dsn: str | None = None
     amqp_url: str | None = None
     spark_master: str | None = None
+    schema_registry_url: str | None = None
 
     def get(self, service: str) -> str | None:
         return getattr(self, _FIELDS[service])
@@ -62,7 +66,8 @@ def addresses(service: str, value: str) -> list[tuple[str, int]]:
         return [(str(params.get("host") or "127.0.0.1").split(",")[0],
                  int(str(params.get("port") or 5432).split(",")[0]))]
     url = urlsplit(value)
-    default = {"rabbitmq": 5671 if url.scheme == "amqps" else 5672, "spark": 7077}[service]
+    default = {"rabbitmq": 5671 if url.scheme == "amqps" else 5672, "spark": 7077,
+               "registry": 443 if url.scheme == "https" else 80}[service]
     return [(url.hostname or "127.0.0.1", url.port or default)]
 
 

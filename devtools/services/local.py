@@ -8,15 +8,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
-from jetspark.devtools.services import kafka, postgres, rabbitmq, spark_cluster
+from jetspark.devtools.services import kafka, postgres, rabbitmq, schema_registry, spark_cluster
 from jetspark.devtools.services.endpoints import SERVICES, Endpoints
 from jetspark.devtools.services.process import stop
 from jetspark.devtools.services.registry import Registry, ServiceRecord
 from jetspark.errors import ServiceError
 
-# The three brokers start by default; the Spark standalone cluster only when named.
+# The three brokers start by default; the Spark standalone cluster and the Schema Registry
+# only when named.
 _MODULES: dict[str, ModuleType] = {
     "kafka": kafka, "postgres": postgres, "rabbitmq": rabbitmq, "spark": spark_cluster,
+    "registry": schema_registry,
 }
 
 

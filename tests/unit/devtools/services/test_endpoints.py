@@ -21,6 +21,8 @@ def test_addresses_of_each_kind_of_endpoint() -> None:
     assert addresses("rabbitmq", "amqps://u:pw@mq:5671/%2F") == [("mq", 5671)]
     assert addresses("rabbitmq", "amqp://mq") == [("mq", 5672)]
     assert addresses("spark", "spark://master:7078") == [("master", 7078)]
+    assert addresses("registry", "http://sr:8081/apis/ccompat/v7") == [("sr", 8081)]
+    assert addresses("registry", "https://sr.example/apis/ccompat/v7") == [("sr.example", 443)]
 
 
 def test_a_listening_port_answers_and_a_closed_one_does_not() -> None:

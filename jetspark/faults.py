@@ -1,19 +1,31 @@
 """Named fault-injection points: SIGKILL the whole driver at a chosen point.
 
 Library code marks crash-relevant moments with ``point("sink.after_prepare")``. A test
-runs a query in a subprocess with ``JETSPARK_FAULT=<name>[@<n>][:worker]`` (and
+runs a query in a subprocess with ``JETSPARK_FAULT=<name>[@<n>][:<scope>]`` (and
 ``JETSPARK_FAULT_STATE=<file>``); when the point is reached for the n-th time (default
 1st), the process group — the driver JVM, its Python workers, the script — is killed with
 SIGKILL, as a crashed machine would be. Hits are counted across processes in the state
 file. The kill covers the whole *session* of the process that hits the point: PySpark's
 worker daemon moves its workers into a process group of its own, but not into a new
-session, so a point hit in an executor task or in the driver's commit worker still takes
-down the driver JVM. With the ``:worker`` suffix only the process that hits the point
-dies (a crashed Python worker: Spark retries the task). With ``:hold`` the process
-that hits the point does not die but waits there: it creates ``<gate>.held`` and returns
-once the file ``<gate>`` (``JETSPARK_FAULT_GATE``) exists — a test holds one driver at a
-chosen point while it starts another. Without ``JETSPARK_FAULT`` a point costs one
-dictionary lookup.
+session, so a point hit in an executor task of a local master or in the driver's commit
+worker still takes down the driver JVM. The scope changes what dies:
+
+* ``:worker`` — only the process that hits the point (a crashed Python worker: Spark
+  retries the task).
+* ``:executor`` — the executor JVM the process runs under (the first ``java`` among its
+  ancestors, found through ``/proc``), then the process itself: a lost executor on a
+  cluster (``spark://…``); Spark retries its tasks on another executor. A point reached
+  under a JVM that is not an executor (the driver's, which is also the executor of a
+  ``local`` master) raises :class:`FaultError` instead: killing the driver is the
+  default scope's work.
+* ``:hold`` — the process does not die but waits at the point: it creates
+  ``<gate>.held`` and returns once the file ``<gate>`` (``JETSPARK_FAULT_GATE``) exists —
+  a test holds one driver at a chosen point while it starts another.
+
+An executor's Python workers see the environment of the executor, not of the driver's
+script: a test arms them with ``spark.executorEnv.JETSPARK_FAULT`` (and ``…_STATE``),
+as tests/faults_harness.py does. Without ``JETSPARK_FAULT`` a point costs one dictionary
+lookup.
 """
 
 from __future__ import annotations
@@ -25,6 +37,12 @@ import time
 ENV_POINT = "JETSPARK_FAULT"
 ENV_STATE = "JETSPARK_FAULT_STATE"
 ENV_GATE = "JETSPARK_FAULT_GATE"
+EXECUTOR_CLASSES = "org.apache.spark.executor."
+"""The package of every executor's main class (``CoarseGrainedExecutorBackend``, YARN's …)."""
+
+
+class FaultError(RuntimeError):
+    """A fault point is armed with a scope that cannot apply where it was reached."""
 
 
 def point(name: str) -> None:
@@ -52,6 +70,9 @@ def point(name: str) -> None:
             return
         if scope == "worker":
             os.kill(os.getpid(), signal.SIGKILL)
+        if scope == "executor":
+            os.kill(executor_jvm(name), signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGKILL)
         _kill_session(os.getsid(0))
 
 
@@ -61,6 +82,36 @@ def _hold(gate: str) -> None:
         pass
     while not os.path.exists(gate):
         time.sleep(0.05)
+
+
+def _stat(pid: int, proc: str) -> tuple[str, int]:
+    """The command name and parent pid of ``pid`` (from ``<proc>/<pid>/stat``)."""
+    with open(f"{proc}/{pid}/stat", encoding="ascii", errors="replace") as f:
+        text = f.read()
+    comm = text[text.index("(") + 1 : text.rindex(")")]
+    return comm, int(text.rsplit(")", 1)[1].split()[1])
+
+
+def executor_jvm(name: str, pid: int | None = None, proc: str = "/proc") -> int:
+    """The pid of the executor JVM that ``pid`` (default: this process) runs under: its
+    first ancestor named ``java``, which must run an executor class; else :class:`FaultError`."""
+    _, jvm = _stat(os.getpid() if pid is None else pid, proc)
+    while jvm > 1:
+        comm, parent = _stat(jvm, proc)
+        if comm == "java":
+            break
+        jvm = parent
+    else:
+        raise FaultError(f"fault point {name!r} armed with :executor was reached outside a JVM")
+    with open(f"{proc}/{jvm}/cmdline", "rb") as f:
+        args = f.read().decode(errors="replace").split("\0")
+    if not any(arg.startswith(EXECUTOR_CLASSES) for arg in args):
+        raise FaultError(
+            f"fault point {name!r} armed with :executor was reached under JVM {jvm}, which is not "
+            f"an executor (the driver, or a local master's executor inside it): run the query on a "
+            f"cluster (spark://…), or arm the point without a scope to kill the driver"
+        )
+    return jvm
 
 
 def _kill_session(sid: int) -> None:

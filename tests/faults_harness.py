@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from jetspark.faults import ENV_POINT, ENV_STATE
+from jetspark.faults import ENV_GATE, ENV_POINT, ENV_STATE
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,23 @@ def _script_env(fault: str | None, state_dir: Path, env: dict[str, str] | None) 
         state = state_dir / f"fault-{fault.replace('@', '-').replace(':', '-')}-{os.urandom(4).hex()}"
         full_env[ENV_POINT] = fault
         full_env[ENV_STATE] = str(state)
+        _arm_executors(full_env)
     full_env["PYSPARK_PYTHON"] = sys.executable
     root = str(Path(__file__).resolve().parent.parent)
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, full_env.get("PYTHONPATH")]))
     return full_env
+
+
+def _arm_executors(env: dict[str, str]) -> None:
+    """The fault settings for the executors' Python workers too: on a cluster they run under
+    the Worker's environment, not the script's (``spark.executorEnv.*``, given to the driver
+    JVM that the script's session starts through ``PYSPARK_SUBMIT_ARGS``)."""
+    confs = [
+        f"--conf spark.executorEnv.{var}={shlex.quote(env[var])}"
+        for var in (ENV_POINT, ENV_STATE, ENV_GATE)
+        if var in env
+    ]
+    env["PYSPARK_SUBMIT_ARGS"] = " ".join([*confs, env.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")])
 
 
 @dataclass

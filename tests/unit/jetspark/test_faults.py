@@ -1,10 +1,15 @@
-"""The fault-injection harness kills the whole process group at the n-th hit of a point."""
+"""The fault-injection harness kills the whole process group at the n-th hit of a point (or,
+with a scope, the hitting process only, or the executor JVM above it)."""
 
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 
+import pytest
+
+from jetspark.faults import FaultError, executor_jvm
 from tests.faults_harness import run_script
 
 
@@ -73,3 +78,67 @@ def test_driver_scope_reaches_processes_in_another_group_of_the_session(tmp_path
     """))
     run = run_script(path, fault="task.step", state_dir=tmp_path)
     assert run.killed and "driver survived" not in run.output
+
+
+POINT = "from jetspark.faults import point; point('task.step')"
+
+
+def _fake_jvm_script(tmp_path, *jvm_args: str):
+    """A script that starts a fake JVM (Python under the name ``java``, with ``jvm_args``),
+    whose child — its Python worker — hits ``task.step`` and says how it ended."""
+    java = tmp_path / "java"
+    java.symlink_to(sys.executable)  # the process's command name is "java"
+    worker = (f"import subprocess; "
+              f"print('worker exit', subprocess.run([{sys.executable!r}, '-c', {POINT!r}]).returncode)")
+    path = tmp_path / "executor.py"
+    path.write_text(textwrap.dedent(f"""
+        import subprocess
+        jvm = subprocess.run([{str(java)!r}, "-c", {worker!r}, *{list(jvm_args)!r}])
+        print("jvm exit", jvm.returncode, flush=True)
+    """))
+    return path
+
+
+def test_executor_scope_kills_the_executor_jvm_above_the_worker(tmp_path):
+    path = _fake_jvm_script(tmp_path, "org.apache.spark.executor.CoarseGrainedExecutorBackend")
+    run = run_script(path, fault="task.step:executor", state_dir=tmp_path).check_ok()
+    # the JVM died (SIGKILL) before its worker could say anything; the script (the driver) lives on
+    assert re.findall(r"^jvm exit (-?\d+)$", run.output, re.M) == ["-9"], run.output
+    assert "worker exit" not in run.output
+
+
+def test_executor_scope_refuses_a_jvm_that_is_not_an_executor(tmp_path):
+    path = _fake_jvm_script(tmp_path, "org.apache.spark.deploy.SparkSubmit")
+    run = run_script(path, fault="task.step:executor", state_dir=tmp_path).check_ok()
+    assert "FaultError" in run.output and "not an executor" in run.output, run.output
+    assert re.findall(r"^worker exit (-?\d+)$", run.output, re.M) == ["1"], run.output
+    assert re.findall(r"^jvm exit (-?\d+)$", run.output, re.M) == ["0"], run.output
+
+
+def _proc(root, pid: int, comm: str, ppid: int, *args: str) -> None:
+    """A process in a fake ``/proc`` under ``root``: its stat and cmdline files."""
+    (root / str(pid)).mkdir(parents=True)
+    (root / str(pid) / "stat").write_text(f"{pid} ({comm}) S {ppid} {pid} {pid} 0 -1\n")
+    (root / str(pid) / "cmdline").write_bytes(b"\0".join(a.encode() for a in args) + b"\0")
+
+
+def test_executor_jvm_is_the_first_java_ancestor(tmp_path):
+    root = tmp_path / "proc"
+    _proc(root, 10, "java", 1, "java", "org.apache.spark.deploy.worker.Worker")
+    _proc(root, 20, "java", 10, "/usr/bin/java", "-cp", "x",
+          "org.apache.spark.executor.CoarseGrainedExecutorBackend")
+    _proc(root, 30, "python3 (x)", 20, "python3", "-m", "pyspark.daemon")  # ")" in a command name
+    _proc(root, 40, "python3", 30, "python3", "-m", "pyspark.daemon")
+    assert executor_jvm("p", pid=40, proc=str(root)) == 20
+    assert executor_jvm("p", pid=30, proc=str(root)) == 20
+
+
+def test_executor_jvm_refuses_the_driver_and_a_process_outside_a_jvm(tmp_path):
+    root = tmp_path / "proc"
+    _proc(root, 10, "python3", 1, "python3", "query.py")
+    _proc(root, 20, "java", 10, "java", "org.apache.spark.deploy.SparkSubmit", "pyspark-shell")
+    _proc(root, 30, "python3", 20, "python3", "-m", "pyspark.daemon")
+    with pytest.raises(FaultError, match="under JVM 20, which is not an executor"):
+        executor_jvm("p", pid=30, proc=str(root))
+    with pytest.raises(FaultError, match="outside a JVM"):
+        executor_jvm("p", pid=10, proc=str(root))

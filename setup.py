@@ -1,4 +1,5 @@
-"""The one compiled part of jetspark: librdkafka → Arrow buffers for the jetkafka source.
+"""The compiled parts of jetspark: librdkafka → Arrow buffers for the jetkafka source, and
+Avro binary → Arrow buffers for Schema Registry formats.
 
 Metadata lives in pyproject.toml; setuptools merges this file's ``ext_modules`` into it.
 Builds with a C compiler and Python's headers only: librdkafka is neither included nor linked
@@ -36,8 +37,8 @@ class OptionalBuildExt(build_ext):
         if getattr(self, "_warned", False):  # an editable install then fails to copy it, too
             return
         self._warned = True
-        print(f"WARNING: jetspark's native Kafka reader was not built ({error}); "
-              "jetkafka falls back to confluent-kafka (slower). Building it needs a C compiler and "
+        print(f"WARNING: jetspark's native parts were not built ({error}); jetkafka falls back to "
+              "confluent-kafka (slower) and cannot decode Avro. Building them needs a C compiler and "
               "Python's headers (Debian: gcc python3-dev).")
 
 
@@ -50,7 +51,12 @@ setup(
             libraries=["dl"],  # dlopen/dlsym (part of libc since glibc 2.34; -ldl is then a stub)
             extra_compile_args=["-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra",
                                 "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
-        )
+        ),
+        Extension(
+            "jetspark.schemas._avro_arrow",
+            sources=["jetspark/schemas/_avro_arrow.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
+        ),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -136,6 +136,20 @@ class Options:
             return default
         return parse_duration_ms(value, option=name)
 
+    def duration_with_unit_ms(self, name: str, default: int, *, bare: str, zero: bool = False) -> int:
+        """A duration that must carry its unit (a bare number is refused, ``bare`` saying why:
+        what another client would read it as); ``zero``: 0 is allowed (it means none)."""
+        value = self.string(name)
+        accepted = (f"a duration with its unit, such as '30 seconds' or '5 minutes' (a bare number "
+                    f"is refused: {bare})")
+        if value is not None and re.fullmatch(r"\s*\d+(\.\d*)?\s*", value):
+            raise OptionError(name, value, accepted)
+        ms = self.duration_ms(name, default)
+        assert ms is not None
+        if ms == 0 and not zero:
+            raise OptionError(name, value, accepted + ", above 0")
+        return ms
+
     def size_bytes(self, name: str, default: int) -> int:
         """A size: ``32 MB``, ``64MiB``, ``1g`` or a plain number of bytes."""
         value = self.get(name)

@@ -13,7 +13,7 @@ Each accepted connection is forwarded to ``upstream`` by two pump threads. On cu
   on both sides before the chunk is forwarded;
 - ``reset_open()``: every connection open now is reset (a network that drops them mid-transfer);
 - ``delay_s``: every chunk waits this long before it is forwarded (a slow network);
-- ``heal()``: back to forwarding; stalled connections are closed.
+- ``heal()``: back to forwarding without delay; stalled connections are closed.
 
 Patterns are looked for in the client's chunks as they arrive (a pattern split across two
 reads is not seen: tests use short ones, such as a statement's first word).
@@ -79,6 +79,7 @@ class TcpProxy:
             self._stall_connects = True
 
     def heal(self) -> None:
+        self.delay_s = 0.0
         with self._lock:
             self._stall_pattern = self._reset_pattern = None
             self._stall_connects = False

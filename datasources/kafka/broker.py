@@ -18,7 +18,7 @@ from jetspark.datasources.kafka.offsets import TopicPartition
 from jetspark.datasources.kafka.options import KafkaSourceOptions
 from jetspark.datasources.kafka.refusals import Refusals, until_answered
 from jetspark.errors import JetsparkError, OptionError
-from jetspark.redaction import redact_dsn, scrub_fragments, secret_values
+from jetspark.redaction import redact_dsn, scrub_fragments, secret_values, shown_value
 
 T = TypeVar("T")
 _TIMEOUT_S = 30.0
@@ -99,7 +99,7 @@ class KafkaBroker:
 
     def _servers(self) -> str:
         """The bootstrap servers, for a message (credentials in them masked)."""
-        return redact_dsn(self.options.kafka.get("bootstrap.servers", "?"))
+        return str(shown_value("kafka.bootstrap.servers", self.options.kafka.get("bootstrap.servers", "?")))
 
     @property
     def admin(self) -> AdminClient:

@@ -82,13 +82,27 @@ def app_dir() -> Path:
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     with tarfile.open(archives[0]) as archive:
-        archive.extractall(partial, filter="data")  # no absolute paths, links or ../ out of it
+        _extract(archive, partial)
     if not (partial / _RUNNER).exists():
         raise ServiceError(f"{NAME}: {archives[0].name} holds no {_RUNNER}")
     shutil.rmtree(target, ignore_errors=True)
     partial.rename(target)
     shutil.rmtree(download, ignore_errors=True)  # Maven's local repository keeps a copy
     return target
+
+
+def _extract(archive: tarfile.TarFile, folder: Path) -> None:
+    """Unpack with no absolute path, link or ``../`` out of ``folder`` (tarfile's ``data``
+    filter, from Python 3.11.4; before it, the same refusals checked here)."""
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(folder, filter="data")
+        return
+    for member in archive.getmembers():
+        target = (folder / member.name).resolve()
+        if member.issym() or member.islnk() or not target.is_relative_to(folder.resolve()):
+            raise ServiceError(f"{NAME}: the archive holds {member.name!r}, which would land outside "
+                               f"{folder} or is a link")
+    archive.extractall(folder)
 
 
 def command(port: int, *, heap: str = JVM_HEAP) -> list[str]:

@@ -24,8 +24,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from jetspark.errors import ServiceError
+from jetspark.http_redirects import SameOriginRedirects
 from jetspark.inspect.storage import Folder, open_folder
-from jetspark.redaction import mask_userinfo, redact_dsn, scrub
+from jetspark.redaction import redact_dsn, scrub
 
 
 @dataclass(frozen=True)
@@ -131,29 +132,6 @@ def with_password(url: str, password: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect of the management API only to the same scheme, host and port: the
-    request carries Basic credentials, which urllib would send to any host it is sent to."""
-
-    def __init__(self, api_url: str) -> None:
-        self.api_url = api_url
-
-    def redirect_request(self, req: urllib.request.Request, fp: object, code: int, msg: str, headers: object,
-                         newurl: str) -> urllib.request.Request | None:
-        if _origin(newurl) != _origin(req.full_url):
-            raise ServiceError(
-                f"RabbitMQ management API at {redact_dsn(self.api_url)}: answered {code} with a redirect "
-                f"to {mask_userinfo(newurl)}, another scheme, host or port; its credentials are not sent "
-                "there: give that URL itself if it is the API")
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urllib.parse.urlsplit(url)
-    scheme = parts.scheme.lower()
-    return scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(scheme)
-
-
 def management_queue(api_url: str, vhost: str, queue: str, timeout_s: float = 10.0,
                      password: str | None = None) -> dict:
     """``GET /api/queues/<vhost>/<queue>`` of the management plugin (``http://user:pass@host:15672``;
@@ -168,7 +146,9 @@ def management_queue(api_url: str, vhost: str, queue: str, timeout_s: float = 10
     user = urllib.parse.unquote(parts.username or "guest")
     secret = urllib.parse.unquote(parts.password) if parts.password else (password or "guest")
     request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode())
-    opener = urllib.request.build_opener(_SameOriginRedirects(api_url))
+    opener = urllib.request.build_opener(SameOriginRedirects(
+        f"RabbitMQ management API at {redact_dsn(api_url)}", ServiceError,
+        "give that URL itself if it is the API"))
     try:
         with opener.open(request, timeout=timeout_s) as response:  # the user's own URL
             return json.loads(response.read())

@@ -42,6 +42,9 @@ _LOGICAL = {
 }
 
 
+_COMPLEX = ("record", "error", "enum", "fixed", "array", "map")
+
+
 class AvroSchemaError(JetsparkError):
     """An Avro schema that is malformed or has no Spark type."""
 
@@ -50,17 +53,46 @@ def parse(text: str | Mapping | list) -> object:
     """An Avro schema from its JSON text (or already parsed JSON)."""
     if not isinstance(text, str):
         return text
+    if text.strip() in _PRIMITIVE:  # a bare primitive name ("null" is no JSON null here)
+        return text.strip()
     try:
         return json.loads(text)
     except ValueError:
-        if text.strip() in _PRIMITIVE:  # a bare primitive name is a schema too
-            return text.strip()
         raise AvroSchemaError(f"not an Avro schema (not JSON): {text[:80]!r}") from None
 
 
 def spark_type(schema: object) -> tuple[T.DataType, bool]:
     """The Spark type of an Avro schema, and whether it is nullable (a union with null)."""
-    return _Converter().convert(parse(schema), namespace=None)
+    try:
+        return _Converter().convert(parse(schema), namespace=None)
+    except (KeyError, TypeError, ValueError) as e:  # a required attribute missing or malformed
+        raise AvroSchemaError(f"not an Avro schema: {type(e).__name__} {e}") from None
+
+
+def decimal_of(schema: object) -> tuple[int, int] | None:
+    """(precision, scale) of a valid ``decimal`` logical type; None when there is none or it is
+    invalid (Avro then drops it: the value is the plain bytes or fixed, as Spark reads it)."""
+    if not isinstance(schema, Mapping) or schema.get("logicalType") != "decimal":
+        return None
+    if schema.get("type") not in ("bytes", "fixed"):
+        return None
+    try:
+        precision, scale = int(schema["precision"]), int(schema.get("scale", 0))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if precision <= 0 or scale < 0 or scale > precision:
+        return None
+    if schema["type"] == "fixed":
+        size = int(schema["size"])
+        if size <= 0 or precision > len(str(2 ** (8 * size - 1) - 1)) - 1:
+            return None
+    if precision > MAX_PRECISION:
+        raise AvroSchemaError(f"decimal({precision}, {scale}) is wider than Spark's decimals "
+                              f"(precision at most {MAX_PRECISION})")
+    return precision, scale
+
+
+MAX_PRECISION = 38
 
 
 def record_name(schema: object) -> str | None:
@@ -97,13 +129,16 @@ class _Converter:
         if not isinstance(schema, Mapping) or "type" not in schema:
             raise AvroSchemaError(f"not an Avro schema: {json.dumps(schema)[:80]}")
         kind = schema["type"]
+        if not isinstance(kind, str):  # {"type": {...}} or {"type": [...]}
+            return self.convert(kind, namespace)
         logical = schema.get("logicalType")
-        if isinstance(kind, str) and (kind, logical) in _LOGICAL:
+        if (kind, logical) in _LOGICAL:
             return _LOGICAL[(kind, logical)], False
-        if logical == "decimal" and kind in ("bytes", "fixed"):
+        decimal = decimal_of(schema)
+        if decimal is not None:
             if kind == "fixed":
                 self._define(schema, namespace)
-            return T.DecimalType(int(schema["precision"]), int(schema.get("scale", 0))), False
+            return T.DecimalType(*decimal), False
         if kind in _PRIMITIVE:
             return _PRIMITIVE[kind], kind == "null"
         if kind == "record" or kind == "error":
@@ -121,6 +156,21 @@ class _Converter:
             values, null = self.convert(schema["values"], namespace)
             return T.MapType(T.StringType(), values, valueContainsNull=null), False
         return self.convert(kind, namespace)  # {"type": "string"} or {"type": <named or union>}
+
+    def _avro_type(self, schema: object, namespace: str | None) -> str:
+        """A branch's Avro type: a primitive's name, or the kind of a complex or named type."""
+        if isinstance(schema, str):
+            if schema in _PRIMITIVE:
+                return schema
+            name = _full_name(schema, namespace)
+            found = self.named.get(name, self.named.get(schema))
+            return self._avro_type(found, namespace) if found is not None else schema
+        if isinstance(schema, list):
+            return "union"
+        kind = schema.get("type")
+        if isinstance(kind, str) and (kind in _PRIMITIVE or kind in _COMPLEX):
+            return kind
+        return self._avro_type(kind, namespace)
 
     def _define(self, schema: Mapping, namespace: str | None) -> str:
         name = _full_name(schema["name"], schema.get("namespace", namespace))
@@ -147,9 +197,10 @@ class _Converter:
             data_type, _ = self.convert(rest[0], namespace)
             return data_type, has_null
         types = [self.convert(b, namespace)[0] for b in rest]
-        if {type(t) for t in types} == {T.IntegerType, T.LongType}:
+        avro = {self._avro_type(b, namespace) for b in rest}
+        if len(rest) == 2 and avro == {"int", "long"}:  # by the Avro types, as Spark (logical types aside)
             return T.LongType(), has_null
-        if {type(t) for t in types} == {T.FloatType, T.DoubleType}:
+        if len(rest) == 2 and avro == {"float", "double"}:
             return T.DoubleType(), has_null
         return T.StructType([T.StructField(f"member{i}", t, True) for i, t in enumerate(types)]), has_null
 

@@ -23,6 +23,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from jetspark.errors import JetsparkError, OptionError
+from jetspark.http_redirects import SameOriginRedirects
 from jetspark.options import Options
 from jetspark.redaction import mask_userinfo, redacted_repr
 
@@ -31,6 +32,8 @@ OPTIONS = tuple(PREFIX + name for name in (
     "url", "basic.auth.user.info", "bearer.auth.token", "ssl.ca.location", "ssl.certificate.location",
     "ssl.key.location", "ssl.key.password", "timeout"))
 _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+_RETRIABLE = (408, 429, 500, 502, 503, 504)
+"""Answers after which the next URL is asked (confluent-kafka's client does the same)."""
 _DEFAULT_TIMEOUT_MS = 30_000
 
 
@@ -67,18 +70,28 @@ class RegistrySettings:
         if raw is None:
             return None
         urls = tuple(u.strip().rstrip("/") for u in raw.split(",") if u.strip())
+        accepted = "http(s)://host[:port][/path], comma-separated"
+        if not urls:
+            raise OptionError(PREFIX + "url", raw, accepted)
         for url in urls:
             parts = urllib.parse.urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise OptionError(PREFIX + "url", raw, "http(s)://host[:port][/path], comma-separated")
+                raise OptionError(PREFIX + "url", raw, accepted)
         user_info = opts.string(PREFIX + "basic.auth.user.info")
+        bearer = opts.string(PREFIX + "bearer.auth.token")
         if user_info is not None and ":" not in user_info:
             raise OptionError(PREFIX + "basic.auth.user.info", user_info, "user:password")
-        timeout_ms = opts.duration_ms(PREFIX + "timeout", _DEFAULT_TIMEOUT_MS)
-        if not timeout_ms:
-            raise OptionError(PREFIX + "timeout", opts.get(PREFIX + "timeout"), "a duration > 0")
+        in_url = any(urllib.parse.urlsplit(u).username is not None for u in urls)
+        if sum([user_info is not None, bearer is not None, in_url]) > 1:
+            given = "a URL's user info" if in_url else PREFIX + "basic.auth.user.info"
+            name, value = (("bearer.auth.token", bearer) if bearer is not None
+                           else ("basic.auth.user.info", user_info))
+            raise OptionError(PREFIX + name, value, f"one way to authenticate only ({given} is given too)")
+        timeout_ms = opts.duration_with_unit_ms(
+            PREFIX + "timeout", _DEFAULT_TIMEOUT_MS,
+            bare="confluent-kafka's client reads it as seconds, jetspark's other durations as milliseconds")
         return cls(
-            urls=urls, user_info=user_info, bearer_token=opts.string(PREFIX + "bearer.auth.token"),
+            urls=urls, user_info=user_info, bearer_token=bearer,
             ca_location=opts.string(PREFIX + "ssl.ca.location"),
             certificate_location=opts.string(PREFIX + "ssl.certificate.location"),
             key_location=opts.string(PREFIX + "ssl.key.location"),
@@ -110,6 +123,10 @@ class RegistryClient:
     def __init__(self, settings: RegistrySettings) -> None:
         self.settings = settings
         self._context = _tls_context(settings)
+        self._opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=self._context),
+            SameOriginRedirects("the Schema Registry", SchemaRegistryError,
+                                f"give that URL itself in {PREFIX}url if it is the registry"))
 
     def __repr__(self) -> str:
         return f"RegistryClient({self.settings!r})"
@@ -157,18 +174,27 @@ class RegistryClient:
     def _request(self, method: str, path: str, payload: dict | None) -> dict:
         data = None if payload is None else json.dumps(payload).encode()
         failures = []
-        for base in self.settings.urls:
+        for base in self.settings.urls:  # the next URL when one cannot answer now (as confluent-kafka)
             request = urllib.request.Request(_without_user_info(base) + path, data=data, method=method,
                                              headers=self._headers(base, payload is not None))
             try:
-                with urllib.request.urlopen(request, timeout=self.settings.timeout_s,
-                                            context=self._context) as response:
-                    return json.loads(response.read() or b"{}")
+                with self._opener.open(request, timeout=self.settings.timeout_s) as response:
+                    body = response.read()
             except urllib.error.HTTPError as e:
-                raise _answer_error(e, method, path, base) from None
-            except (urllib.error.URLError, OSError, ValueError) as e:
-                reason = getattr(e, "reason", e)
-                failures.append(f"{mask_userinfo(base)}: {reason}")
+                error = _answer_error(e, method, path, base)
+                if e.code not in _RETRIABLE:
+                    raise error from None
+                failures.append(str(error))
+                continue
+            except (urllib.error.URLError, OSError) as e:
+                failures.append(f"{mask_userinfo(base)}: {getattr(e, 'reason', e)}")
+                continue
+            try:
+                return json.loads(body or b"{}")
+            except ValueError:
+                raise SchemaRegistryError(
+                    f"the Schema Registry at {mask_userinfo(base)} answered {method} {path} with something "
+                    f"that is not JSON ({body[:60]!r}): is {PREFIX}url the registry's API?") from None
         raise SchemaRegistryError(
             f"cannot reach the Schema Registry ({PREFIX}url) for {method} {path}: {'; '.join(failures)} "
             f"(each waited up to {self.settings.timeout_s:g} s, {PREFIX}timeout)")

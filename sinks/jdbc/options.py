@@ -46,8 +46,7 @@ _IDENT = r'(?:"(?:[^"]|"")+"|[^".\s]+)'
 _QUALIFIED_RE = re.compile(rf"^\s*({_IDENT})(?:\s*\.\s*({_IDENT}))?\s*$")
 DEFAULT_CONNECT_TIMEOUT_MS = 30_000
 DEFAULT_SOCKET_TIMEOUT_MS = 300_000
-TIMEOUT_ACCEPTED = ("a duration with its unit, such as '30 seconds' or '5 minutes' (a bare number is "
-                    "refused: PgJDBC reads it as seconds, jetspark's other durations as milliseconds)")
+TIMEOUT_BARE = "PgJDBC reads it as seconds, jetspark's other durations as milliseconds"
 TABLE_ACCEPTED = 'a table name: "table" or "schema.table"; double-quote names containing dots or quotes'
 
 
@@ -208,11 +207,4 @@ class JdbcSinkOptions:
 
 def _timeout_ms(opts: Options, name: str, default: int, *, zero: bool) -> int:
     """A timeout with its unit; ``zero``: 0 means none."""
-    value = opts.string(name)
-    if value is not None and re.fullmatch(r"\s*\d+(\.\d*)?\s*", value):
-        raise OptionError(name, value, TIMEOUT_ACCEPTED)
-    ms = opts.duration_ms(name, default)
-    assert ms is not None
-    if ms == 0 and not zero:
-        raise OptionError(name, value, TIMEOUT_ACCEPTED + ", above 0")
-    return ms
+    return opts.duration_with_unit_ms(name, default, bare=TIMEOUT_BARE, zero=zero)

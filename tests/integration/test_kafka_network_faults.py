@@ -62,7 +62,6 @@ def proxied():
 def proxy(proxied):
     proxy = proxied[1]
     yield proxy
-    proxy.delay_s = 0.0
     proxy.heal()
 
 
@@ -102,6 +101,8 @@ def test_slow_network_reset_and_stalled_connections_under_kafka_to_kafka(broker,
     run = started.wait(HANG_BOUND_S)
     assert run.returncode == 0 and "DONE" in run.output, \
         f"the query did not ride through:\n{run.output[-5000:]}"
+    assert re.search(r"(?i)disconnected.*connection reset", run.output)  # the reset met a client
+    assert re.search(r"Timed out \w+Request in flight", run.output)  # and the stall a request in flight
     _check_kafka_output(broker.bootstrap, out_topic, records)
 
 

@@ -47,9 +47,10 @@ PREPARED = "sink.after_prepare@1:executor"
 """A sink task that has prepared its transaction and not yet reported it to the driver."""
 LOST_EXECUTOR = re.compile(
     r"ExecutorLostFailure \(executor \d+ exited caused by one of the running tasks\) "
-    r"Reason: Command exited with code 137"
+    r"Reason: (Command exited with code 137|Remote RPC client disassociated)"
 )
-"""The driver's log line for a task in flight on an executor that died of SIGKILL."""
+"""The driver's log line for a task in flight on an executor that died of SIGKILL: the reason is
+the Master's (the exit code) or the driver's own (the lost connection), whichever comes first."""
 TIMEOUT_S = HANG_BOUND_S + 120
 """The test's: the cluster's start (once a run), one query script within its bound, the checks."""
 

@@ -83,3 +83,29 @@ def test_record_name_is_the_full_name():
     assert record_name(ORDER) == "shop.Order"
     assert record_name({"type": "record", "name": "a.b.C", "namespace": "x", "fields": []}) == "a.b.C"
     assert record_name('"string"') is None
+
+
+def test_types_given_as_objects_and_unions_merged_by_their_avro_types():
+    record = {"type": "record", "name": "R", "fields": [
+        {"name": "a", "type": {"type": ["null", "string"]}},
+        {"name": "b", "type": ["long", {"type": "int", "logicalType": "date"}]},
+        {"name": "c", "type": ["float", "double", "null"]}]}
+    assert spark_type(record)[0] == T.StructType([
+        T.StructField("a", T.StringType(), True), T.StructField("b", T.LongType(), False),
+        T.StructField("c", T.DoubleType(), True)])
+
+
+@pytest.mark.parametrize("decimal", [
+    {"type": "bytes", "logicalType": "decimal", "precision": 3, "scale": 5},  # scale > precision
+    {"type": "fixed", "name": "F", "size": 2, "logicalType": "decimal", "precision": 10},  # too small
+    {"type": "bytes", "logicalType": "decimal"},  # no precision
+])
+def test_an_invalid_decimal_is_read_as_its_plain_bytes_as_avro_drops_it(decimal):
+    assert spark_type(decimal) == (T.BinaryType(), False)
+
+
+def test_a_decimal_wider_than_sparks_is_refused():
+    with pytest.raises(AvroSchemaError, match="precision at most 38"):
+        spark_type({"type": "bytes", "logicalType": "decimal", "precision": 40, "scale": 2})
+    with pytest.raises(AvroSchemaError, match="not an Avro schema"):
+        spark_type({"type": "array"})  # no items

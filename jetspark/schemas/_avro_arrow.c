@@ -1,0 +1,495 @@
+/*
+ * Avro binary → Arrow buffers, with no Python object per record.
+ *
+ * decode(program, starts, ends, data) runs a compiled schema (jetspark.schemas.avro_program)
+ * over every payload: payload i is data[starts[i]:ends[i]] (int64 positions, so the payloads
+ * of a Kafka column are read where they lie, behind their wire-format header). Each node of
+ * the program that stores values fills Arrow-layout buffers: one validity byte per element
+ * (packed by the caller), fixed-width values, int32 offsets and data bytes. A record that
+ * does not decode — cut short, a varint too long, a union branch or enum index out of range,
+ * a negative length — is rolled back in every node and stored as a null record; its error
+ * code goes into the errors buffer. Bytes after a record's end are ignored, as Avro's own
+ * readers (and Spark's from_avro) ignore them; each payload is decoded within its own bounds,
+ * so nothing spills into the next record.
+ *
+ * The GIL is released while decoding. The Python side is jetspark.schemas.avro_program.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Node kinds: the program's words (keep in step with avro_program.py). */
+enum {
+    K_NULL = 0, K_BOOLEAN = 1, K_INT = 2, K_LONG = 3, K_FLOAT = 4, K_DOUBLE = 5, K_BYTES = 6,
+    K_FIXED = 7, K_ENUM = 8, K_RECORD = 9, K_ARRAY = 10, K_MAP = 11, K_UNION = 12,
+    K_DECIMAL_BYTES = 13, K_DECIMAL_FIXED = 14
+};
+/* What a number is stored as (promotions of Avro's schema resolution). */
+enum { O_SAME = 0, O_INT64 = 1, O_FLOAT32 = 2, O_FLOAT64 = 3 };
+/* Error codes per record (0: decoded). */
+enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_BRANCH = 3, E_ENUM = 4, E_LENGTH = 5, E_MEMORY = 6 };
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Buf;
+
+typedef struct Node {
+    int kind, out, store, nchildren, arg;  /* arg: fixed size, enum symbols, union null branch */
+    struct Node **children;
+    Buf validity, values, offsets, data;   /* offsets: int32, data: bytes */
+    int64_t count;                         /* elements stored */
+    int32_t data_len;                      /* bytes (var-width) or children (array, map) so far */
+} Node;
+
+typedef struct {
+    const uint8_t *p, *end;
+} Cursor;
+
+static int grow(Buf *b, size_t more) {
+    if (b->len + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p)
+        return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int put(Buf *b, const void *src, size_t n) {
+    if (grow(b, n))
+        return -1;
+    memcpy(b->p + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+static int read_long(Cursor *c, int64_t *out) {
+    uint64_t v = 0;
+    int shift = 0;
+    while (1) {
+        if (c->p >= c->end)
+            return E_SHORT;
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            break;
+        shift += 7;
+        if (shift > 63)
+            return E_VARINT;
+    }
+    *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+    return E_OK;
+}
+
+static int element_size(const Node *n) {
+    switch (n->kind) {
+    case K_BOOLEAN: return 1;
+    case K_INT: case K_ENUM: return n->out == O_INT64 ? 8 : n->out == O_FLOAT32 ? 4 : n->out == O_FLOAT64 ? 8 : 4;
+    case K_LONG: return n->out == O_FLOAT32 ? 4 : 8;
+    case K_FLOAT: return n->out == O_FLOAT64 ? 8 : 4;
+    case K_DOUBLE: return 8;
+    case K_FIXED: return n->arg;
+    case K_DECIMAL_BYTES: case K_DECIMAL_FIXED: return 16;
+    default: return 0;
+    }
+}
+
+static int var_width(const Node *n) { return n->kind == K_BYTES; }
+static int nested_offsets(const Node *n) { return n->kind == K_ARRAY || n->kind == K_MAP; }
+
+/* One element: its validity byte; the caller has put the value. */
+static int valid(Node *n, uint8_t v) {
+    if (put(&n->validity, &v, 1))
+        return E_MEMORY;
+    n->count++;
+    return E_OK;
+}
+
+static int append_null(Node *n);
+
+static int close_offset(Node *n) {
+    return put(&n->offsets, &n->data_len, 4) ? E_MEMORY : E_OK;
+}
+
+/* A null element in n and, for a record or union, in every stored child. */
+static int append_null(Node *n) {
+    if (!n->store)
+        return E_OK;
+    int size = element_size(n);
+    if (size) {
+        if (grow(&n->values, size))
+            return E_MEMORY;
+        memset(n->values.p + n->values.len, 0, size);
+        n->values.len += size;
+    } else if (var_width(n) || nested_offsets(n)) {
+        if (close_offset(n))
+            return E_MEMORY;
+    } else if (n->kind == K_RECORD || n->kind == K_UNION) {
+        for (int i = 0; i < n->nchildren; i++) {
+            Node *child = n->children[i];
+            if (n->kind == K_UNION && i == n->arg)
+                continue;  /* the null branch stores nothing */
+            int e = append_null(child);
+            if (e)
+                return e;
+        }
+    }
+    return valid(n, 0);
+}
+
+static int decode(Node *n, Cursor *c);
+
+static int store_number(Node *n, double d, int64_t l, int is_float) {
+    if (!n->store)
+        return E_OK;
+    int e = E_OK;
+    int kind_out = n->out;
+    if (n->kind == K_FLOAT && kind_out == O_SAME) {
+        float f = (float)d;
+        e = put(&n->values, &f, 4) ? E_MEMORY : E_OK;
+    } else if (n->kind == K_DOUBLE || kind_out == O_FLOAT64) {
+        double v = is_float ? d : (double)l;
+        e = put(&n->values, &v, 8) ? E_MEMORY : E_OK;
+    } else if (kind_out == O_FLOAT32) {
+        float v = is_float ? (float)d : (float)l;
+        e = put(&n->values, &v, 4) ? E_MEMORY : E_OK;
+    } else if (n->kind == K_LONG || kind_out == O_INT64) {
+        e = put(&n->values, &l, 8) ? E_MEMORY : E_OK;
+    } else {
+        int32_t v = (int32_t)l;
+        e = put(&n->values, &v, 4) ? E_MEMORY : E_OK;
+    }
+    return e ? e : valid(n, 1);
+}
+
+static int take(Cursor *c, size_t n, const uint8_t **out) {
+    if ((size_t)(c->end - c->p) < n)
+        return E_SHORT;
+    *out = c->p;
+    c->p += n;
+    return E_OK;
+}
+
+/* Big-endian two's complement of 1..16 bytes (more: the low 16, as Arrow's decimal128). */
+static int store_decimal(Node *n, const uint8_t *b, int64_t len) {
+    if (!n->store)
+        return E_OK;
+    uint8_t out[16];
+    uint8_t fill = (len > 0 && (b[0] & 0x80)) ? 0xff : 0x00;
+    memset(out, fill, 16);
+    int64_t k = len < 16 ? len : 16;
+    for (int64_t i = 0; i < k; i++)
+        out[i] = b[len - 1 - i];  /* little-endian */
+    if (put(&n->values, out, 16))
+        return E_MEMORY;
+    return valid(n, 1);
+}
+
+static int decode_items(Node *n, Cursor *c, int is_map) {
+    int e;
+    while (1) {
+        int64_t count;
+        if ((e = read_long(c, &count)))
+            return e;
+        if (count == 0)
+            break;
+        if (count < 0) {  /* a block with its byte size: skip the size */
+            int64_t size;
+            if ((e = read_long(c, &size)))
+                return e;
+            if (count == INT64_MIN)
+                return E_LENGTH;
+            count = -count;
+        }
+        if (count > (int64_t)(c->end - c->p) + 1 && n->children[is_map]->kind != K_NULL)
+            return E_LENGTH;  /* more items than bytes: cut short for sure */
+        for (int64_t i = 0; i < count; i++) {
+            if (is_map && (e = decode(n->children[0], c)))
+                return e;
+            if ((e = decode(n->children[is_map], c)))
+                return e;
+            if (n->data_len == INT32_MAX)
+                return E_LENGTH;
+            n->data_len++;
+        }
+    }
+    if (!n->store)
+        return E_OK;
+    if ((e = close_offset(n)))
+        return e;
+    return valid(n, 1);
+}
+
+static int decode(Node *n, Cursor *c) {
+    int e;
+    int64_t l;
+    const uint8_t *b;
+    switch (n->kind) {
+    case K_NULL:
+        return n->store ? append_null(n) : E_OK;
+    case K_BOOLEAN:
+        if ((e = take(c, 1, &b)))
+            return e;
+        if (!n->store)
+            return E_OK;
+        {
+            uint8_t v = *b ? 1 : 0;
+            if (put(&n->values, &v, 1))
+                return E_MEMORY;
+        }
+        return valid(n, 1);
+    case K_INT:
+    case K_LONG:
+        if ((e = read_long(c, &l)))
+            return e;
+        return store_number(n, 0, l, 0);
+    case K_FLOAT: {
+        float f;
+        if ((e = take(c, 4, &b)))
+            return e;
+        memcpy(&f, b, 4);
+        return store_number(n, f, 0, 1);
+    }
+    case K_DOUBLE: {
+        double d;
+        if ((e = take(c, 8, &b)))
+            return e;
+        memcpy(&d, b, 8);
+        return store_number(n, d, 0, 1);
+    }
+    case K_BYTES:
+        if ((e = read_long(c, &l)))
+            return e;
+        if (l < 0)
+            return E_LENGTH;
+        if ((e = take(c, (size_t)l, &b)))
+            return e;
+        if (!n->store)
+            return E_OK;
+        if ((int64_t)n->data_len + l > INT32_MAX)
+            return E_LENGTH;
+        if (put(&n->data, b, (size_t)l))
+            return E_MEMORY;
+        n->data_len += (int32_t)l;
+        if ((e = close_offset(n)))
+            return e;
+        return valid(n, 1);
+    case K_FIXED:
+        if ((e = take(c, (size_t)n->arg, &b)))
+            return e;
+        if (!n->store)
+            return E_OK;
+        if (put(&n->values, b, (size_t)n->arg))
+            return E_MEMORY;
+        return valid(n, 1);
+    case K_DECIMAL_BYTES:
+        if ((e = read_long(c, &l)))
+            return e;
+        if (l < 0)
+            return E_LENGTH;
+        if ((e = take(c, (size_t)l, &b)))
+            return e;
+        return store_decimal(n, b, l);
+    case K_DECIMAL_FIXED:
+        if ((e = take(c, (size_t)n->arg, &b)))
+            return e;
+        return store_decimal(n, b, n->arg);
+    case K_ENUM:
+        if ((e = read_long(c, &l)))
+            return e;
+        if (l < 0 || l >= n->arg)
+            return E_ENUM;
+        return store_number(n, 0, l, 0);
+    case K_RECORD:
+        for (int i = 0; i < n->nchildren; i++)
+            if ((e = decode(n->children[i], c)))
+                return e;
+        return n->store ? valid(n, 1) : E_OK;
+    case K_ARRAY:
+        return decode_items(n, c, 0);
+    case K_MAP:
+        return decode_items(n, c, 1);
+    case K_UNION:
+        if ((e = read_long(c, &l)))
+            return e;
+        if (l < 0 || l >= n->nchildren)
+            return E_BRANCH;
+        if (l == n->arg)  /* the null branch */
+            return append_null(n);
+        for (int i = 0; i < n->nchildren; i++) {
+            if (i == n->arg)
+                continue;
+            if (i == l)
+                e = decode(n->children[i], c);
+            else
+                e = append_null(n->children[i]);
+            if (e)
+                return e;
+        }
+        return n->store ? valid(n, 1) : E_OK;
+    }
+    return E_BRANCH;
+}
+
+/* ---- the program: int32 words in pre-order: kind, out, store, arg, nchildren, children… */
+
+static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all, int *nall) {
+    if (*at + 5 > nw)
+        return NULL;
+    Node *n = calloc(1, sizeof(Node));
+    if (!n)
+        return NULL;
+    n->kind = w[*at];
+    n->out = w[*at + 1];
+    n->store = w[*at + 2];
+    n->arg = w[*at + 3];
+    n->nchildren = w[*at + 4];
+    *at += 5;
+    Node **grown = realloc(*all, sizeof(Node *) * (*nall + 1));
+    if (!grown) {
+        free(n);
+        return NULL;
+    }
+    *all = grown;
+    (*all)[(*nall)++] = n;
+    if (n->nchildren < 0 || n->nchildren > 100000)
+        return NULL;
+    if (n->nchildren) {
+        n->children = calloc(n->nchildren, sizeof(Node *));
+        if (!n->children)
+            return NULL;
+        for (int i = 0; i < n->nchildren; i++)
+            if (!(n->children[i] = build(w, nw, at, all, nall)))
+                return NULL;
+    }
+    if ((var_width(n) || nested_offsets(n)) && n->store) {
+        int32_t zero = 0;
+        if (put(&n->offsets, &zero, 4))
+            return NULL;
+    }
+    return n;
+}
+
+static void free_nodes(Node **all, int nall) {
+    for (int i = 0; i < nall; i++) {
+        free(all[i]->children);
+        free(all[i]->validity.p);
+        free(all[i]->values.p);
+        free(all[i]->offsets.p);
+        free(all[i]->data.p);
+        free(all[i]);
+    }
+    free(all);
+}
+
+typedef struct {
+    size_t validity, values, offsets, data;
+    int64_t count;
+    int32_t data_len;
+} Mark;
+
+static PyObject *as_bytes(Buf *b) {
+    return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len);
+}
+
+static PyObject *py_decode(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer prog, starts, ends, data;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*", &prog, &starts, &ends, &data))
+        return NULL;
+    PyObject *result = NULL;
+    Node **all = NULL;
+    int nall = 0;
+    Mark *marks = NULL;
+    char *errors = NULL;
+    Py_ssize_t at = 0;
+    Py_ssize_t nrec = starts.len / 8;
+    Node *root = build((const int32_t *)prog.buf, prog.len / 4, &at, &all, &nall);
+    if (!root || at != prog.len / 4 || ends.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "malformed Avro decoding program");
+        goto done;
+    }
+    marks = malloc(sizeof(Mark) * (nall ? nall : 1));
+    errors = calloc(nrec ? nrec : 1, 1);
+    if (!marks || !errors) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *s0 = (const int64_t *)starts.buf, *s1 = (const int64_t *)ends.buf;
+    const uint8_t *d = (const uint8_t *)data.buf;
+    int memory = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < nrec && !memory; r++) {
+        for (int i = 0; i < nall; i++) {
+            Node *n = all[i];
+            marks[i] = (Mark){n->validity.len, n->values.len, n->offsets.len, n->data.len, n->count, n->data_len};
+        }
+        int e;
+        if (s1[r] < s0[r] || s0[r] < 0 || s1[r] > data.len) {
+            e = E_LENGTH;
+        } else {
+            Cursor c = {d + s0[r], d + s1[r]};
+            e = decode(root, &c);
+        }
+        if (e) {
+            for (int i = 0; i < nall; i++) {  /* roll the record back in every node */
+                Node *n = all[i];
+                n->validity.len = marks[i].validity;
+                n->values.len = marks[i].values;
+                n->offsets.len = marks[i].offsets;
+                n->data.len = marks[i].data;
+                n->count = marks[i].count;
+                n->data_len = marks[i].data_len;
+            }
+            errors[r] = (char)e;
+            if (e == E_MEMORY || append_null(root))
+                memory = 1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject *nodes = PyList_New(nall);
+    if (!nodes)
+        goto done;
+    for (int i = 0; i < nall; i++) {
+        Node *n = all[i];
+        PyObject *t = Py_BuildValue("(LNNNN)", (long long)n->count, as_bytes(&n->validity),
+                                    as_bytes(&n->values), as_bytes(&n->offsets), as_bytes(&n->data));
+        if (!t) {
+            Py_DECREF(nodes);
+            goto done;
+        }
+        PyList_SET_ITEM(nodes, i, t);
+    }
+    result = Py_BuildValue("(NN)", nodes, PyBytes_FromStringAndSize(errors, nrec));
+done:
+    if (all)
+        free_nodes(all, nall);
+    free(marks);
+    free(errors);
+    PyBuffer_Release(&prog);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", py_decode, METH_VARARGS,
+     "decode(program, starts, ends, data) -> ([(count, validity, values, offsets, data) per node], errors)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_avro_arrow", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__avro_arrow(void) { return PyModule_Create(&module); }

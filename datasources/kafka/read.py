@@ -37,6 +37,7 @@ from jetspark.datasources.kafka.consumers import (
 from jetspark.datasources.kafka.event_time import EventTimeSpec, watermark_times
 from jetspark.datasources.kafka.native import HEADERS_TYPE, NativeConsumer
 from jetspark.datasources.kafka.schema import arrow_schema, heartbeat_batch, to_us
+from jetspark.datasources.kafka.typed_values import TypedValues
 from jetspark.datasources.watermarks import late_mask
 from jetspark.errors import JetsparkError
 from jetspark.redaction import redacted_repr
@@ -59,6 +60,8 @@ class ReadSettings:
     """Event time from the value's JSON (``eventTime.field``); None: the Kafka timestamp."""
     on_malformed: str = "fail"
     """``eventTime.onMalformed``, also for Kafka timestamps beyond the batch's cut-off."""
+    typed_values: TypedValues | None = None
+    """``value.format``: how the source's tasks decode ``value`` (None: bytes)."""
 
     def __repr__(self) -> str:
         return redacted_repr(self)

@@ -86,6 +86,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 import pyarrow as pa
+from pyspark.sql import types as T
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -108,7 +109,14 @@ from jetspark.datasources.kafka.offsets import KafkaOffset, TopicPartition, nest
 from jetspark.datasources.kafka.options import EARLIEST, LATEST, KafkaSourceOptions
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.scan import scan_max_timestamps
-from jetspark.datasources.kafka.schema import heartbeat_batch, spark_schema
+from jetspark.datasources.kafka.schema import (
+    arrow_schema,
+    heartbeat_batch,
+    spark_schema,
+    typed_arrow_schema,
+    typed_spark_schema,
+)
+from jetspark.datasources.kafka.typed_values import TypedValues, subscribed_topics
 from jetspark.datasources.malformed import future_cutoff
 from jetspark.datasources.watermarks import Clock, Progress, WatermarkTracker, wall_clock_ms
 from jetspark.errors import JetsparkError
@@ -141,11 +149,24 @@ def _settings(options: KafkaSourceOptions) -> ReadSettings:
         kafka=dict(options.kafka), include_headers=options.include_headers, keep_late=options.keep_late,
         fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_ms=options.poll_timeout_ms, chunk_rows=options.chunk_rows,
-        event_time=options.event_time, on_malformed=options.on_malformed,
+        event_time=options.event_time, on_malformed=options.on_malformed, typed_values=options.typed_values,
     )
 
 
 def _read(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    typed = settings.typed_values
+    if typed is None:
+        yield from _read_rows(settings, partition)
+        return
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    base = arrow_schema(settings.include_headers, settings.event_time is not None)
+    schema = typed_arrow_schema(base, to_arrow_type(typed.spark, timezone="UTC"))
+    for batch in _read_rows(settings, partition):
+        yield typed.decode_batch(batch, schema)
+
+
+def _read_rows(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.RecordBatch]:
     if isinstance(partition, Heartbeat):
         yield heartbeat_batch(settings.include_headers, partition.watermark, settings.event_time is not None)
         return
@@ -545,12 +566,29 @@ class KafkaDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT
 
-    def schema(self) -> str:
+    def schema(self) -> str | T.StructType:
         opts = Options(self.options)
+        if opts.string("value.format", "bytes") != "bytes":  # typed values: the reader schema decides
+            typed = TypedValues.parse(opts, subscribed_topics(opts))
+            if typed is not None:
+                return typed_spark_schema(opts.boolean("includeHeaders", False), typed.spark)
         return spark_schema(opts.boolean("includeHeaders", False), opts.string("eventTime.field") is not None)
 
     def streamReader(self, schema) -> DataSourceStreamReader:
-        return KafkaStreamReader(KafkaSourceOptions.parse(self.options, streaming=True))
+        return KafkaStreamReader(_planned(KafkaSourceOptions.parse(self.options, streaming=True), schema))
 
     def reader(self, schema) -> DataSourceReader:
-        return KafkaBatchReader(KafkaSourceOptions.parse(self.options, streaming=False))
+        return KafkaBatchReader(_planned(KafkaSourceOptions.parse(self.options, streaming=False), schema))
+
+
+def _planned(options: KafkaSourceOptions, schema: T.StructType) -> KafkaSourceOptions:
+    """``options`` whose typed values have the type the query was planned with: the reader
+    schema is asked for again here, and a subject's latest version may have moved since."""
+    typed = options.typed_values
+    if typed is not None and isinstance(schema, T.StructType) and "value" in schema.fieldNames():
+        planned = schema["value"].dataType
+        if planned != typed.spark:
+            raise JetsparkError(
+                "jetkafka: the reader schema changed while the query was planned (a new latest "
+                "version of the subject?); start the query again, or pin value.schema.version")
+    return options

@@ -49,7 +49,9 @@ FORMATS = {
         {"kafka.bootstrap.servers": "127.0.0.1:9092", "kafka.group.id": "g", "subscribe": "t",
          "startingOffsets": "earliest"},
         kafka_options.KNOWN, "kafka.",
-        {"eventTime.format": {"eventTime.field": "ts"}, "eventTime.onMalformed": {"eventTime.field": "ts"}}),
+        {"eventTime.format": {"eventTime.field": "ts"}, "eventTime.onMalformed": {"eventTime.field": "ts"},
+         **{name: {"value.format": "avro", "value.schema": '"string"'}
+            for name in ("value.onMalformed", "value.subject.strategy")}}),
     "jetkafka-sink": Format(
         sink_kafka_options.KafkaSinkOptions.parse,
         {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t"},

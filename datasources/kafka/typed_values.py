@@ -1,0 +1,245 @@
+"""Typed values: jetkafka's ``value`` column decoded from Avro, in Confluent's wire format with
+the schemas in a Schema Registry, or as plain Avro with a schema given inline.
+
+Options (``value.*``, parsed once into :class:`TypedValues`):
+
+* ``value.format`` — ``bytes`` (the default: Spark's binary column) or ``avro``;
+* ``schemaRegistry.*`` — the registry (:mod:`jetspark.schemas.registry`); without it the
+  values are plain Avro (no wire header) written with the inline schema;
+* the reader schema: ``value.schema`` (inline), else the subject's ``value.schema.version``
+  (default: its latest version when the query is planned); the subject is ``value.subject``,
+  else named by ``value.subject.strategy`` (``topic``: ``<topic>-value``, the one subscribed
+  topic; ``record`` / ``topic-record`` with ``value.subject.record``);
+* ``value.onMalformed`` — ``null`` (the default: the row stays, ``value`` null and
+  ``valueError`` saying why) or ``fail`` (the read fails, naming topic, partition and offset).
+
+The Spark type of ``value`` is the reader schema's, as Spark's ``from_avro`` types it. Each
+record's writer schema is the one its schema id names (asked once per id and worker process),
+resolved against the reader schema by Avro's rules; records are decoded natively, a column at
+a time (:mod:`jetspark.schemas.avro_program`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import types as T
+
+from jetspark.errors import JetsparkError, OptionError
+from jetspark.options import Options
+from jetspark.redaction import redacted_repr
+from jetspark.schemas import wire
+from jetspark.schemas.avro_program import ERRORS, Program, compile_program, decode
+from jetspark.schemas.avro_types import AvroSchemaError, spark_type
+from jetspark.schemas.registry import RegistryClient, RegistrySettings, SchemaRegistryError
+from jetspark.schemas.subjects import STRATEGIES, subject_name
+
+FORMATS = ("bytes", "avro")
+ON_MALFORMED = ("null", "fail")
+OPTIONS = ("value.format", "value.schema", "value.schema.version", "value.subject",
+           "value.subject.strategy", "value.subject.record", "value.onMalformed")
+ERROR_COLUMN = "valueError"
+"""The column saying why a value did not decode (null when it did), with ``value.onMalformed=null``."""
+
+
+class MalformedValueError(JetsparkError):
+    """A value did not decode and ``value.onMalformed=fail``."""
+
+
+@dataclass(frozen=True)
+class TypedValues:
+    """How the ``value`` column is decoded: the reader schema and where writer schemas are."""
+
+    reader_text: str
+    """The reader schema (Avro JSON)."""
+    registry: RegistrySettings | None
+    """None: plain Avro values written with the reader schema itself."""
+    on_malformed: str = "null"
+    reader_id: int | None = None
+    """The registry's id of the reader schema (None when given inline)."""
+    spark: T.DataType = field(default=T.BinaryType(), compare=False)
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, hidden=("reader_text", "spark"))
+
+    @classmethod
+    def parse(cls, opts: Options, topics: tuple[str, ...]) -> TypedValues | None:
+        """The typed values the options ask for (None: ``value.format=bytes``). Asks the
+        registry for the reader schema when it is not inline."""
+        fmt = opts.choice("value.format", "bytes", FORMATS)
+        registry = RegistrySettings.parse(opts)
+        if fmt == "bytes":
+            for name in OPTIONS[1:]:
+                if opts.get(name) is not None:
+                    raise OptionError(name, opts.get(name), "nothing unless value.format is avro")
+            return None
+        on_malformed = opts.choice("value.onMalformed", "null", ON_MALFORMED)
+        inline = opts.string("value.schema")
+        if inline is not None:
+            reader_text, reader_id = inline, None
+        elif registry is None:
+            raise OptionError("value.format", fmt,
+                              "bytes, unless schemaRegistry.url or value.schema is given")
+        else:
+            reader = RegistryClient(registry).version(_subject(opts, topics), _version(opts))
+            if reader.schema_type != "AVRO":
+                raise OptionError("value.format", fmt, f"{reader.schema_type.lower()} (the subject "
+                                  f"{reader.subject!r} holds a {reader.schema_type} schema)")
+            reader_text, reader_id = reader.text, reader.schema_id
+        try:
+            data_type, _ = spark_type(reader_text)
+            compile_program(reader_text)  # the reader schema must decode its own records
+        except AvroSchemaError as e:
+            raise OptionError("value.schema", reader_text[:200],
+                              f"an Avro schema Spark can type: {e}") from None
+        return cls(reader_text, registry, on_malformed, reader_id, data_type)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def decode_batch(self, batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+        """``batch`` (the source's rows, ``value`` binary) in ``schema``: ``value`` decoded, and
+        ``valueError`` at the end."""
+        index = batch.schema.get_field_index("value")
+        values, errors = self.decode_values(batch.column(index))
+        if self.on_malformed == "fail" and errors.null_count < len(errors):
+            first = int(pc.index(pc.is_valid(errors), True).as_py())
+            raise MalformedValueError(
+                f"jetkafka: the value of {batch.column(batch.schema.get_field_index('topic'))[first]} "
+                f"partition {batch.column(batch.schema.get_field_index('partition'))[first]} offset "
+                f"{batch.column(batch.schema.get_field_index('offset'))[first]} did not decode: "
+                f"{errors[first]} (value.onMalformed=fail; null keeps the row with valueError)")
+        columns = list(batch.columns)
+        columns[index] = values
+        columns.append(errors)
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    def decode_values(self, values: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """Each value decoded (null where it is null or did not decode) and why not (null where
+        it decoded, or was null)."""
+        values = values.cast(pa.binary()) if values.type != pa.binary() else values
+        n = len(values)
+        out_type = _arrow(self.spark)
+        reasons = np.full(n, None, dtype=object)
+        if self.registry is None:
+            program = _program(self.reader_text, self.reader_text)
+            framed = _unframed(values)
+            decoded, codes = decode(program, framed.starts, framed.ends, framed.data)
+            bad = (codes != 0) & (framed.schema_ids != wire.NULL)
+            reasons[bad] = [ERRORS[int(c)] for c in codes[bad]]
+            return decoded, pa.array(reasons, pa.string())
+        framed = wire.split(values)
+        pieces, rows = [], []
+        reasons[framed.schema_ids == wire.UNFRAMED] = (
+            "not in Confluent's wire format (no magic byte 0 and 4-byte schema id)")
+        client = RegistryClient(self.registry)
+        for schema_id in framed.ids():
+            at = np.flatnonzero(framed.schema_ids == schema_id)
+            try:
+                program = self._writer_program(client, schema_id)
+            except _Unusable as e:
+                reasons[at] = str(e)
+                continue
+            decoded, codes = decode(program, framed.starts[at], framed.ends[at], framed.data)
+            bad = codes != 0
+            reasons[at[bad]] = [f"schema id {schema_id}: {ERRORS[int(c)]}" for c in codes[bad]]
+            pieces.append(decoded)
+            rows.append(at)
+        return _in_order(pieces, rows, n, out_type), pa.array(reasons, pa.string())
+
+    def _writer_program(self, client: RegistryClient, schema_id: int) -> Program:
+        try:
+            writer = client.schema(schema_id)
+        except SchemaRegistryError as e:
+            if e.status == 404:
+                raise _Unusable(f"schema id {schema_id} is not in the Schema Registry") from None
+            raise  # the registry is down or refuses us: the task fails and is retried
+        if writer.schema_type != "AVRO":
+            raise _Unusable(f"schema id {schema_id} is a {writer.schema_type} schema, not Avro")
+        try:
+            return _program(writer.text, self.reader_text)
+        except AvroSchemaError as e:
+            raise _Unusable(f"schema id {schema_id} does not resolve to the reader's schema: {e}") from None
+
+
+class _Unusable(Exception):
+    """A writer schema that cannot decode into the reader's: its records are malformed."""
+
+
+_PROGRAMS: dict[tuple[str, str], Program] = {}
+_PROGRAMS_LOCK = threading.Lock()
+
+
+def _program(writer: str, reader: str) -> Program:
+    """The compiled (writer, reader) pair, kept for the process."""
+    key = (writer, reader)
+    with _PROGRAMS_LOCK:
+        found = _PROGRAMS.get(key)
+    if found is None:
+        found = compile_program(writer, reader)
+        with _PROGRAMS_LOCK:
+            _PROGRAMS[key] = found
+    return found
+
+
+def _unframed(values: pa.BinaryArray) -> wire.Framed:
+    """Plain Avro values: each whole value is the payload (null ones marked)."""
+    n = len(values)
+    _validity, offsets_buf, data_buf = values.buffers()
+    offsets = np.frombuffer(offsets_buf, np.int32, n + 1, values.offset * 4).astype(np.int64)
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    ids = np.where(np.asarray(values.is_null(), dtype=bool), wire.NULL, 0)
+    return wire.Framed(ids, offsets[:-1], offsets[1:], data)
+
+
+def _in_order(pieces: list[pa.Array], rows: list[np.ndarray], n: int, out_type: pa.DataType) -> pa.Array:
+    """The decoded groups put back in the rows' order; rows in no group are null."""
+    if not pieces:
+        return pa.nulls(n, out_type)
+    decoded = pa.concat_arrays([p.cast(out_type) if p.type != out_type else p for p in pieces])
+    position = np.full(n, len(decoded), np.int64)  # rows in no group point past the end: null
+    position[np.concatenate(rows)] = np.arange(len(decoded))
+    padded = pa.concat_arrays([decoded, pa.nulls(1, out_type)])
+    return padded.take(pa.array(position))
+
+
+def _arrow(spark: T.DataType) -> pa.DataType:
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    return to_arrow_type(spark, timezone="UTC")
+
+
+def subscribed_topics(opts: Options) -> tuple[str, ...]:
+    """The topics of ``subscribe`` (none for ``subscribePattern`` or ``assign``)."""
+    raw = opts.string("subscribe")
+    return tuple(t.strip() for t in raw.split(",") if t.strip()) if raw else ()
+
+
+def _subject(opts: Options, topics: tuple[str, ...]) -> str:
+    explicit = opts.string("value.subject")
+    if explicit is not None:
+        return explicit
+    strategy = opts.choice("value.subject.strategy", "topic", STRATEGIES)
+    record = opts.string("value.subject.record")
+    if strategy == "record":
+        return subject_name(strategy, "", is_key=False, record_name=record)
+    if len(topics) != 1:
+        raise OptionError("value.subject", None, "the subject of the values' schema, needed unless the "
+                          "query subscribes to exactly one topic (subscribe)")
+    return subject_name(strategy, topics[0], is_key=False, record_name=record)
+
+
+def _version(opts: Options) -> int | None:
+    raw = opts.string("value.schema.version", "latest")
+    if raw == "latest":
+        return None
+    try:
+        version = int(raw)
+    except ValueError:
+        version = 0
+    if version < 1:
+        raise OptionError("value.schema.version", raw, "latest or a version number >= 1")
+    return version
+

@@ -1,0 +1,131 @@
+"""jetkafka's Avro values on real services: records written by confluent-kafka's own
+``AvroSerializer`` (Confluent's wire format, schemas in a real registry — Apicurio's
+Confluent-compatible API) read by ``format("jetkafka")`` with ``value.format=avro`` into typed
+columns: two writer versions resolved to the reader schema (a field added with a default, a
+field removed), and each kind of malformed value kept as a row saying why, or failing the
+read when asked."""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from jetspark.datasources.kafka.source import KafkaDataSource
+from jetspark.errors import is_jetspark_error
+from tests.integration.scripts.jetkafka_common import produce
+
+pytestmark = pytest.mark.integration
+
+V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "customer", "type": "string"},
+    {"name": "legacy", "type": "string"},
+    {"name": "placed", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "lines", "type": {"type": "array", "items": {"type": "record", "name": "Line", "fields": [
+        {"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}]}}},
+]}
+V2 = {**V1, "fields": [f for f in V1["fields"] if f["name"] != "legacy"]
+      + [{"name": "channel", "type": "string", "default": "web"},
+         {"name": "note", "type": ["null", "string"], "default": None}]}
+PLACED = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _serialized(registry: str, topic: str, schema: dict, record: dict) -> bytes:
+    client = SchemaRegistryClient({"url": registry})
+    serializer = AvroSerializer(client, json.dumps(schema), conf={"auto.register.schemas": True})
+    return serializer(record, SerializationContext(topic, MessageField.VALUE))
+
+
+@pytest.fixture
+def orders(schema_registry_url, kafka_bootstrap, kafka_topic):
+    """A topic with an order written under v1, two under v2 (its subject's latest), and one
+    value of each malformed kind."""
+    topic = kafka_topic()
+    line = {"sku": "a", "qty": 2}
+    first = _serialized(schema_registry_url, topic, V1, {
+        "id": 1, "customer": "ann", "legacy": "x", "placed": PLACED, "lines": [line]})
+    second = _serialized(schema_registry_url, topic, V2, {
+        "id": 2, "customer": "bob", "placed": PLACED, "lines": [], "channel": "shop", "note": "gift"})
+    third = _serialized(schema_registry_url, topic, V2, {
+        "id": 3, "customer": "cy", "placed": PLACED, "lines": [line, line], "channel": "web", "note": None})
+    unknown_id = b"\x00" + struct.pack(">I", 999_999) + second[5:]
+    values = [first, second, third, b"plain text", unknown_id, third[:-3], None]
+    now = int(time.time() * 1000)  # recent: older records would be deleted by the topic's retention
+    produce(kafka_bootstrap, topic, [(0, None, v, now + i) for i, v in enumerate(values)])
+    return topic
+
+
+def _read(spark, bootstrap: str, topic: str, registry: str, **extra: str):
+    spark.dataSource.register(KafkaDataSource)
+    return (spark.read.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).option("value.format", "avro")
+            .option("schemaRegistry.url", registry).options(**extra).load())
+
+
+def test_values_of_two_writer_versions_and_each_malformed_kind(
+        spark, kafka_bootstrap, schema_registry_url, orders):
+    df = _read(spark, kafka_bootstrap, orders, schema_registry_url)
+    fields = ["id", "customer", "placed", "lines", "channel", "note"]
+    assert df.schema["value"].dataType.fieldNames() == fields
+    rows = df.orderBy("offset").select("offset", "value", "valueError").collect()
+    values = [r.value.asDict(recursive=True) if r.value is not None else None for r in rows]
+    placed = PLACED.replace(tzinfo=None)  # the session's time zone is UTC
+    line = {"sku": "a", "qty": 2}
+    assert values[:3] == [
+        {"id": 1, "customer": "ann", "placed": placed, "lines": [line], "channel": "web", "note": None},
+        {"id": 2, "customer": "bob", "placed": placed, "lines": [], "channel": "shop", "note": "gift"},
+        {"id": 3, "customer": "cy", "placed": placed, "lines": [line, line], "channel": "web", "note": None},
+    ]
+    assert values[3:] == [None] * 4
+    errors = [r.valueError for r in rows]
+    assert errors[:3] == [None] * 3 and errors[6] is None  # the tombstone is no error
+    assert "not in Confluent's wire format" in errors[3]
+    assert errors[4] == "schema id 999999 is not in the Schema Registry"
+    assert errors[5].endswith("the payload ends inside a value")
+
+
+def test_a_pinned_version_reads_with_that_schema(spark, kafka_bootstrap, schema_registry_url, orders):
+    df = _read(spark, kafka_bootstrap, orders, schema_registry_url, **{"value.schema.version": "1"})
+    rows = df.where("valueError IS NULL AND value IS NOT NULL").orderBy("offset").select("value.*").collect()
+    assert [(r.id, r.legacy) for r in rows[:1]] == [(1, "x")]
+    # v2's records lack "legacy", which v1 has without a default: they do not resolve
+    errors = [r.valueError for r in df.orderBy("offset").collect()][1:3]
+    assert all("does not resolve to the reader's schema" in e and "legacy" in e for e in errors)
+
+
+def test_fail_names_the_first_malformed_record(spark, kafka_bootstrap, schema_registry_url, orders):
+    df = _read(spark, kafka_bootstrap, orders, schema_registry_url, **{"value.onMalformed": "fail"})
+    with pytest.raises(Exception) as caught:
+        df.collect()
+    assert is_jetspark_error(caught.value)
+    assert f"{orders} partition 0 offset 3 did not decode" in str(caught.value)
+
+
+def test_an_unknown_subject_fails_the_plan_naming_it(spark, kafka_bootstrap, schema_registry_url):
+    topic = f"nothing_{uuid.uuid4().hex[:8]}"
+    with pytest.raises(Exception, match=rf"/subjects/{topic}-value/versions/latest with HTTP 404"):
+        _read(spark, kafka_bootstrap, topic, schema_registry_url).schema  # noqa: B018 (planning)
+
+
+def test_a_stream_reads_typed_values(spark, kafka_bootstrap, schema_registry_url, orders, tmp_path):
+    """The streaming reader plans with the same reader schema and decodes in its tasks."""
+    spark.dataSource.register(KafkaDataSource)
+    stream = (spark.readStream.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+              .option("subscribe", orders).option("startingOffsets", "earliest")
+              .option("value.format", "avro").option("schemaRegistry.url", schema_registry_url).load())
+    name = f"avro_{uuid.uuid4().hex[:8]}"
+    query = (stream.select("offset", "value.id", "value.channel", "valueError").writeStream
+             .format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = spark.sql(f"SELECT * FROM {name} ORDER BY offset").collect()
+    assert [(r.id, r.channel) for r in rows[:3]] == [(1, "web"), (2, "shop"), (3, "web")]
+    assert [r.valueError is None for r in rows] == [True, True, True, False, False, False, True]

@@ -1,0 +1,73 @@
+"""jetkafka's typed values without a registry: plain Avro with the schema given inline (what
+Spark's ``from_avro`` reads with a fixed schema), the options that ask for it, and what a value
+that does not decode gets."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import fastavro
+import pyarrow as pa
+import pytest
+from pyspark.sql import types as T
+
+from jetspark.datasources.kafka.options import KafkaSourceOptions
+from jetspark.datasources.kafka.typed_values import MalformedValueError
+from jetspark.errors import OptionError
+
+SCHEMA = {"type": "record", "name": "Click", "fields": [
+    {"name": "user", "type": "string"}, {"name": "n", "type": ["null", "int"], "default": None}]}
+BASE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "clicks"}
+
+
+def _options(**extra: str) -> KafkaSourceOptions:
+    return KafkaSourceOptions.parse({**BASE, **extra}, streaming=True)
+
+
+def _avro(record: dict) -> bytes:
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(SCHEMA), record)
+    return buf.getvalue()
+
+
+def test_bytes_is_the_default_and_value_options_need_a_format():
+    assert _options().typed_values is None
+    with pytest.raises(OptionError, match=r"nothing unless value\.format is avro"):
+        _options(**{"value.schema": json.dumps(SCHEMA)})
+    with pytest.raises(OptionError, match=r"unless schemaRegistry\.url or value\.schema"):
+        _options(**{"value.format": "avro"})
+    with pytest.raises(OptionError, match=r"one of bytes \| avro"):
+        _options(**{"value.format": "protobuf"})
+
+
+def test_an_inline_schema_types_the_value_column():
+    typed = _options(**{"value.format": "avro", "value.schema": json.dumps(SCHEMA)}).typed_values
+    assert typed.spark == T.StructType([T.StructField("user", T.StringType(), False),
+                                        T.StructField("n", T.IntegerType(), True)])
+    assert typed.registry is None and typed.on_malformed == "null"
+
+
+def test_an_inline_schema_that_is_not_avro_is_refused_by_name():
+    with pytest.raises(OptionError, match=r"value\.schema.*not JSON"):
+        _options(**{"value.format": "avro", "value.schema": "{nope"})
+
+
+def test_values_decode_and_those_that_do_not_say_why():
+    typed = _options(**{"value.format": "avro", "value.schema": json.dumps(SCHEMA)}).typed_values
+    values = pa.array([_avro({"user": "a", "n": 1}), None, b"\x09", _avro({"user": "b", "n": None})])
+    decoded, errors = typed.decode_values(values)
+    assert decoded.to_pylist() == [{"user": "a", "n": 1}, None, None, {"user": "b", "n": None}]
+    assert errors.to_pylist() == [None, None, "a length or item count out of range", None]
+
+
+def test_fail_names_the_record():
+    typed = _options(**{"value.format": "avro", "value.schema": json.dumps(SCHEMA),
+                        "value.onMalformed": "fail"}).typed_values
+    batch = pa.RecordBatch.from_pydict({"value": pa.array([_avro({"user": "a", "n": 1}), b"\x01"]),
+                                        "topic": ["clicks"] * 2, "partition": [3, 3], "offset": [10, 11]})
+    click = pa.struct([("user", pa.string()), ("n", pa.int32())])
+    schema = pa.schema([("value", click), ("topic", pa.string()), ("partition", pa.int64()),
+                        ("offset", pa.int64()), ("valueError", pa.string())])
+    with pytest.raises(MalformedValueError, match="clicks partition 3 offset 11 did not decode"):
+        typed.decode_batch(batch, schema)

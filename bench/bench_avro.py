@@ -1,0 +1,326 @@
+"""Benchmark: Avro values read into typed columns — jetkafka's ``value.format=avro`` against
+Spark's own ``format("kafka")`` + ``substring`` + ``from_avro`` with the same schema.
+
+One topic (default 5 million records, 8 partitions; created and filled once, reused by later
+runs of the same size and schema id) holds records of a realistic order schema — 20 fields,
+a nested record, an array of records, unions with null, a map, an enum, timestamp, date and
+decimal logical types — in Confluent's wire format, the schema registered in the Schema
+Registry (``JETSPARK_SCHEMA_REGISTRY_URL``, else ``jetspark services up registry``). The
+values are encoded with fastavro (a pool of ``--distinct`` records, cycled).
+
+Each contender reads the whole topic in one batch query into the ``noop`` sink, its fields
+selected as columns, in one Spark session (local[2]):
+
+* ``spark``: ``format("kafka")`` (spark-sql-kafka) then
+  ``from_avro(substring(value, 6, …), schema)`` (spark-avro, both from Maven Central);
+* ``jetspark``: ``format("jetkafka")`` with ``value.format=avro`` and ``schemaRegistry.url``;
+* ``bytes``: ``format("jetkafka")`` reading the values as bytes: the ceiling of any decoder.
+
+Runs alternate (Spark's first, so the cold first run is Spark's); the median of ``--repeat``
+runs of each is reported in records per second, with jetspark's ratio to Spark's and the load
+average. A report goes to ``bench/reports/``.
+
+    .venv/bin/python bench/bench_avro.py [--records 5000000] [--partitions 8] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from kafka_bench import ROOT, write_report
+
+ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "bench.shop",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "customer", "type": "string"},
+        {"name": "email", "type": ["null", "string"], "default": None},
+        {"name": "amount", "type": "double"},
+        {"name": "tax", "type": "float"},
+        {"name": "items", "type": "int"},
+        {"name": "paid", "type": "boolean"},
+        {"name": "placed", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {
+            "name": "shipped",
+            "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}],
+            "default": None,
+        },
+        {"name": "due", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+        {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED"]}},
+        {"name": "channel", "type": "string"},
+        {"name": "coupon", "type": ["null", "string"], "default": None},
+        {
+            "name": "address",
+            "type": {
+                "type": "record",
+                "name": "Address",
+                "fields": [
+                    {"name": "street", "type": "string"},
+                    {"name": "city", "type": "string"},
+                    {"name": "zip", "type": ["null", "int"], "default": None},
+                    {"name": "country", "type": "string"},
+                ],
+            },
+        },
+        {
+            "name": "lines",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "Line",
+                    "fields": [
+                        {"name": "sku", "type": "string"},
+                        {"name": "qty", "type": "int"},
+                        {"name": "unit", "type": "double"},
+                    ],
+                },
+            },
+        },
+        {"name": "tags", "type": {"type": "array", "items": "string"}},
+        {"name": "attributes", "type": {"type": "map", "values": "string"}},
+        {"name": "score", "type": ["null", "double"], "default": None},
+        {"name": "version", "type": "int"},
+    ],
+}
+
+
+SUBJECT = "bench-avro-orders-value"
+
+
+def _record(i: int) -> dict:
+    return {
+        "id": i,
+        "customer": f"customer-{i % 5000}",
+        "email": None if i % 4 else f"c{i}@example.com",
+        "amount": i * 0.25,
+        "tax": 0.2,
+        "items": i % 9,
+        "paid": i % 2 == 0,
+        "placed": datetime(2026, 11, 1, tzinfo=UTC),
+        "shipped": None if i % 3 else datetime(2026, 11, 2, tzinfo=UTC),
+        "due": 20_500 + i % 30,
+        "price": Decimal(i % 100_000).scaleb(-2),
+        "status": ["NEW", "PAID", "SHIPPED"][i % 3],
+        "channel": ["web", "shop", "app"][i % 3],
+        "coupon": None if i % 7 else "SAVE10",
+        "address": {
+            "street": f"{i % 300} Main Street",
+            "city": "Springfield",
+            "zip": None if i % 11 else 12345,
+            "country": "US",
+        },
+        "lines": [{"sku": f"sku-{(i + k) % 1000}", "qty": 1 + k, "unit": 9.99} for k in range(i % 4)],
+        "tags": ["gift", "express"][: i % 3],
+        "attributes": {"source": "bench"} if i % 2 else {},
+        "score": None if i % 5 else 0.5,
+        "version": 2,
+    }
+
+
+def registry_url() -> str:
+    url = os.environ.get("JETSPARK_SCHEMA_REGISTRY_URL")
+    if url:
+        return url
+    from jetspark.devtools.services import acquire
+
+    return acquire(["registry"]).endpoints.schema_registry_url
+
+
+def ensure_topic(
+    bootstrap: str, registry: str, records: int, partitions: int, distinct: int
+) -> tuple[str, int]:
+    """The topic (created and filled on first use) and the schema id its records carry."""
+    import fastavro
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    schema_id = SchemaRegistryClient({"url": registry}).register_schema(
+        SUBJECT, Schema(json.dumps(ORDER), "AVRO")
+    )
+    topic = f"jetbench_avro_{records}_{partitions}_{schema_id}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic in admin.list_topics(timeout=30).topics:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jetbench-probe"})
+        total = sum(
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)
+        )
+        consumer.close()
+        if total == records:
+            return topic, schema_id
+        admin.delete_topics([topic])[topic].result(60)
+        time.sleep(2)
+    admin.create_topics([NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})])[topic].result(60)
+    parsed = fastavro.parse_schema(ORDER)
+    header = b"\x00" + schema_id.to_bytes(4, "big")
+    pool = []
+    for i in range(distinct):
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, _record(i))
+        pool.append(header + buf.getvalue())
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "compression.type": "lz4",
+        }
+    )
+    t0 = time.monotonic()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, pool[i % distinct], partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush(600)
+    size = sum(map(len, pool)) / len(pool)
+    print(
+        f"produced {records} records (about {size:.0f} bytes each) to {topic} in "
+        f"{time.monotonic() - t0:.1f} s",
+        flush=True,
+    )
+    return topic, schema_id
+
+
+def _timed(write) -> float:
+    t0 = time.perf_counter()
+    write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=5_000_000)
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--distinct", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from kafka_bench import kafka_bootstrap
+    from pyspark.sql import functions as F
+    from pyspark.sql.avro.functions import from_avro
+    from pyspark_jetkafka import DefaultSource
+
+    from jetspark.devtools.maven import SPARK_KAFKA, spark_jars_conf
+    from jetspark.devtools.spark import local_session
+
+    bootstrap = kafka_bootstrap("native")
+    registry = registry_url()
+    topic, schema_id = ensure_topic(bootstrap, registry, args.records, args.partitions, args.distinct)
+    spark = local_session(
+        "bench-avro", conf=spark_jars_conf([*SPARK_KAFKA, "org.apache.spark:spark-avro_2.13:4.2.0"])
+    )
+    spark.dataSource.register(DefaultSource)
+    schema = json.dumps(ORDER)
+
+    def kafka(fmt: str):
+        return (
+            spark.read.format(fmt)
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest")
+        )
+
+    contenders = {
+        "spark": lambda: (
+            kafka("kafka")
+            .load()
+            .select(from_avro(F.expr("substring(value, 6, length(value) - 5)"), schema).alias("v"))
+            .select("v.*")
+            .write
+        ),
+        "jetspark": lambda: (
+            kafka("jetkafka")
+            .option("value.format", "avro")
+            .option("schemaRegistry.url", registry)
+            .option("value.subject", SUBJECT)
+            .load()
+            .select("value.*")
+            .write
+        ),
+        "bytes": lambda: kafka("jetkafka").load().select("value").write,
+    }
+    check = (
+        kafka("jetkafka")
+        .option("value.format", "avro")
+        .option("schemaRegistry.url", registry)
+        .option("value.subject", SUBJECT)
+        .load()
+    )
+    bad = check.where("valueError IS NOT NULL").count()
+    assert bad == 0, f"{bad} records did not decode"
+    # the same values as Spark's from_avro, on a sample of the topic
+    ours = check.where("offset < 500").select("partition", "offset", "value.*").collect()
+    theirs = (
+        kafka("kafka")
+        .load()
+        .where("offset < 500")
+        .select(
+            "partition",
+            "offset",
+            from_avro(F.expr("substring(value, 6, length(value) - 5)"), schema).alias("v"),
+        )
+        .select("partition", "offset", "v.*")
+        .collect()
+    )
+    key = lambda r: (r.partition, r.offset)  # noqa: E731
+    assert sorted(ours, key=key) == sorted(theirs, key=key), "jetkafka's values differ from from_avro's"
+    print(f"the values of {len(ours)} records equal from_avro's", flush=True)
+    runs: dict[str, list[float]] = {name: [] for name in contenders}
+    try:
+        for r in range(args.repeat):
+            for name, make in contenders.items():
+                seconds = _timed(make())
+                runs[name].append(args.records / seconds)
+                print(
+                    f"run {r + 1} {name:9s} {seconds:7.2f} s  {args.records / seconds:12,.0f} records/s  "
+                    f"load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+    finally:
+        spark.stop()
+    median = {name: statistics.median(rates) for name, rates in runs.items()}
+    ratio = median["jetspark"] / median["spark"]
+    load = os.getloadavg()
+    print(
+        f"median of {args.repeat} (records/s): Spark kafka+from_avro {median['spark']:,.0f}, "
+        f"jetkafka value.format=avro {median['jetspark']:,.0f}, jetkafka bytes (ceiling) "
+        f"{median['bytes']:,.0f}; jetspark / Spark = {ratio:.2f}x; load average "
+        + " ".join(f"{x:.2f}" for x in load)
+    )
+    write_report(
+        "avro",
+        {
+            "records": args.records,
+            "partitions": args.partitions,
+            "distinct": args.distinct,
+            "schema_fields": len(ORDER["fields"]),
+            "schema_id": schema_id,
+            "master": "local[2]",
+            "runs": runs,
+            "median": median,
+            "ratio_jetspark_over_spark": ratio,
+            "load_average": load,
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

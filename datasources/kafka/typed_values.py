@@ -21,6 +21,7 @@ a time (:mod:`jetspark.schemas.avro_program`).
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 
@@ -122,32 +123,32 @@ class TypedValues:
         values = values.cast(pa.binary()) if values.type != pa.binary() else values
         n = len(values)
         out_type = _arrow(self.spark)
-        reasons = np.full(n, None, dtype=object)
+        reasons = _Reasons(n)
         if self.registry is None:
             program = _program(self.reader_text, self.reader_text)
             framed = _unframed(values)
             decoded, codes = decode(program, framed.starts, framed.ends, framed.data)
-            bad = (codes != 0) & (framed.schema_ids != wire.NULL)
-            reasons[bad] = [ERRORS[int(c)] for c in codes[bad]]
-            return decoded, pa.array(reasons, pa.string())
+            bad = np.flatnonzero((codes != 0) & (framed.schema_ids != wire.NULL))
+            reasons.set(bad, [ERRORS[int(c)] for c in codes[bad]])
+            return decoded, reasons.array()
         framed = wire.split(values)
         pieces, rows = [], []
-        reasons[framed.schema_ids == wire.UNFRAMED] = (
-            "not in Confluent's wire format (no magic byte 0 and 4-byte schema id)")
-        client = RegistryClient(self.registry)
+        reasons.set(np.flatnonzero(framed.schema_ids == wire.UNFRAMED),
+                    "not in Confluent's wire format (no magic byte 0 and 4-byte schema id)")
+        client = _client(self.registry)
         for schema_id in framed.ids():
             at = np.flatnonzero(framed.schema_ids == schema_id)
             try:
                 program = self._writer_program(client, schema_id)
             except _Unusable as e:
-                reasons[at] = str(e)
+                reasons.set(at, str(e))
                 continue
             decoded, codes = decode(program, framed.starts[at], framed.ends[at], framed.data)
-            bad = codes != 0
-            reasons[at[bad]] = [f"schema id {schema_id}: {ERRORS[int(c)]}" for c in codes[bad]]
+            bad = np.flatnonzero(codes != 0)
+            reasons.set(at[bad], [f"schema id {schema_id}: {ERRORS[int(c)]}" for c in codes[bad]])
             pieces.append(decoded)
             rows.append(at)
-        return _in_order(pieces, rows, n, out_type), pa.array(reasons, pa.string())
+        return _in_order(pieces, rows, n, out_type), reasons.array()
 
     def _writer_program(self, client: RegistryClient, schema_id: int) -> Program:
         try:
@@ -162,6 +163,34 @@ class TypedValues:
             return _program(writer.text, self.reader_text)
         except AvroSchemaError as e:
             raise _Unusable(f"schema id {schema_id} does not resolve to the reader's schema: {e}") from None
+
+
+class _Reasons:
+    """Why values did not decode, built only for the rows that did not (most batches have none)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.rows: list[np.ndarray] = []
+        self.texts: list[object] = []
+
+    def set(self, rows: np.ndarray, text: str | list[str]) -> None:
+        if len(rows):
+            self.rows.append(rows)
+            self.texts.append(text)
+
+    def array(self) -> pa.Array:
+        if not self.rows:
+            return pa.nulls(self.n, pa.string())
+        out = np.full(self.n, None, dtype=object)
+        for rows, text in zip(self.rows, self.texts, strict=True):
+            out[rows] = text
+        return pa.array(out, pa.string())
+
+
+@functools.lru_cache(maxsize=16)
+def _client(settings: RegistrySettings) -> RegistryClient:
+    """One client per registry and process (its TLS context and opener are built once)."""
+    return RegistryClient(settings)
 
 
 class _Unusable(Exception):
@@ -198,13 +227,17 @@ def _in_order(pieces: list[pa.Array], rows: list[np.ndarray], n: int, out_type: 
     """The decoded groups put back in the rows' order; rows in no group are null."""
     if not pieces:
         return pa.nulls(n, out_type)
-    decoded = pa.concat_arrays([p.cast(out_type) if p.type != out_type else p for p in pieces])
+    pieces = [p.cast(out_type) if p.type != out_type else p for p in pieces]
+    if len(pieces) == 1 and len(rows[0]) == n:  # one schema id for every row: already in order
+        return pieces[0]
+    decoded = pa.concat_arrays(pieces)
     position = np.full(n, len(decoded), np.int64)  # rows in no group point past the end: null
     position[np.concatenate(rows)] = np.arange(len(decoded))
     padded = pa.concat_arrays([decoded, pa.nulls(1, out_type)])
     return padded.take(pa.array(position))
 
 
+@functools.lru_cache(maxsize=64)
 def _arrow(spark: T.DataType) -> pa.DataType:
     from pyspark.sql.pandas.types import to_arrow_type
 

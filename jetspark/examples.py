@@ -53,15 +53,32 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
             raise
 
 
-def _holds_records(bootstrap: str, topic: str) -> bool:
-    from confluent_kafka import Consumer, TopicPartition
+_SETTLING = ("NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PART",
+             "NOT_LEADER_OR_FOLLOWER")
+"""Errors a topic answers with in the moments after its creation, before its partitions have
+taken their leaders: asked again, it answers."""
+
+
+def _holds_records(bootstrap: str, topic: str, timeout_s: float = 30.0) -> bool:
+    import time
+
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jetspark-examples",
                          "enable.auto.commit": False})
+    deadline = time.monotonic() + timeout_s
     try:
-        meta = consumer.list_topics(topic, timeout=30).topics[topic]
-        return any(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] > 0
-                   for p in meta.partitions)
+        while True:
+            try:
+                meta = consumer.list_topics(topic, timeout=30).topics[topic]
+                return any(
+                    consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] > 0
+                    for p in meta.partitions)
+            except KafkaException as e:
+                settling = any(code in str(e) for code in _SETTLING)
+                if not settling or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # a new topic's leaders are being elected
     finally:
         consumer.close()
 

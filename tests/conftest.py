@@ -66,6 +66,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "spark_kafka: needs Spark's own Kafka connector (spark-sql-kafka) in the shared session")
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Runs that start Spark map a class-data archive into their driver JVMs (tests/jvm_startup.py)."""
+    if any(item.get_closest_marker("integration") for item in session.items):
+        from tests import jvm_startup
+
+        path = jvm_startup.archive()
+        if path is not None:
+            jvm_startup.use(path)
+
+
 @pytest.fixture(scope="session")
 def spark(request: pytest.FixtureRequest):
     """One local Spark session for the whole run (local[2], UI off, RocksDB state).

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jetspark.faults import ENV_GATE, ENV_POINT, ENV_STATE
+from tests import jvm_startup
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ def _script_env(fault: str | None, state_dir: Path, env: dict[str, str] | None) 
         full_env[ENV_POINT] = fault
         full_env[ENV_STATE] = str(state)
         _arm_executors(full_env)
+    jvm_startup.quick_start(full_env)
     full_env["PYSPARK_PYTHON"] = sys.executable
     root = str(Path(__file__).resolve().parent.parent)
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, full_env.get("PYTHONPATH")]))

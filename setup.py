@@ -3,7 +3,8 @@ Avro binary → Arrow buffers for Schema Registry formats.
 
 Metadata lives in pyproject.toml; setuptools merges this file's ``ext_modules`` into it.
 Builds with a C compiler and Python's headers only: librdkafka is neither included nor linked
-(datasources/kafka/_rdkafka_api.h declares the part of its API the reader uses); at import the
+(datasources/kafka/_rdkafka_api.h declares the part of its API the reader uses; both
+extensions build their Arrow buffers with native/growable_buffer.h); at import the
 extension uses the librdkafka that confluent-kafka bundles (docs/design.md, "Native Kafka
 reader: one librdkafka"). Without a compiler the extension is skipped with one warning
 (``JETSPARK_REQUIRE_NATIVE=1`` makes that an error) and jetkafka reads through
@@ -47,7 +48,8 @@ setup(
         Extension(
             "jetspark.datasources.kafka._kafka_arrow",
             sources=["datasources/kafka/_kafka_arrow.c"],
-            depends=["datasources/kafka/_rdkafka_api.h"],
+            depends=["datasources/kafka/_rdkafka_api.h", "native/growable_buffer.h"],
+            include_dirs=["native"],
             libraries=["dl"],  # dlopen/dlsym (part of libc since glibc 2.34; -ldl is then a stub)
             extra_compile_args=["-O2", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra",
                                 "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
@@ -55,6 +57,8 @@ setup(
         Extension(
             "jetspark.schemas._avro_arrow",
             sources=["jetspark/schemas/_avro_arrow.c"],
+            depends=["native/growable_buffer.h"],
+            include_dirs=["native"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
         ),
     ],

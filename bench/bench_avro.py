@@ -237,32 +237,24 @@ def main() -> int:
             .option("endingOffsets", "latest")
         )
 
-    contenders = {
-        "spark": lambda: (
-            kafka("kafka")
-            .load()
-            .select(from_avro(F.expr("substring(value, 6, length(value) - 5)"), schema).alias("v"))
-            .select("v.*")
-            .write
-        ),
-        "jetspark": lambda: (
+    def avro_reader():
+        return (
             kafka("jetkafka")
             .option("value.format", "avro")
             .option("schemaRegistry.url", registry)
             .option("value.subject", SUBJECT)
             .load()
-            .select("value.*")
-            .write
-        ),
+        )
+
+    def spark_avro():
+        return from_avro(F.expr("substring(value, 6, length(value) - 5)"), schema).alias("v")
+
+    contenders = {
+        "spark": lambda: kafka("kafka").load().select(spark_avro()).select("v.*").write,
+        "jetspark": lambda: avro_reader().select("value.*").write,
         "bytes": lambda: kafka("jetkafka").load().select("value").write,
     }
-    check = (
-        kafka("jetkafka")
-        .option("value.format", "avro")
-        .option("schemaRegistry.url", registry)
-        .option("value.subject", SUBJECT)
-        .load()
-    )
+    check = avro_reader()
     bad = check.where("valueError IS NOT NULL").count()
     assert bad == 0, f"{bad} records did not decode"
     # the same values as Spark's from_avro, on a sample of the topic
@@ -271,11 +263,7 @@ def main() -> int:
         kafka("kafka")
         .load()
         .where("offset < 500")
-        .select(
-            "partition",
-            "offset",
-            from_avro(F.expr("substring(value, 6, length(value) - 5)"), schema).alias("v"),
-        )
+        .select("partition", "offset", spark_avro())
         .select("partition", "offset", "v.*")
         .collect()
     )

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "_rdkafka_api.h"
+#include "growable_buffer.h"
 
 /* One function pointer per librdkafka function, named as in rdkafka.h; set by load(). */
 #define RDK_POINTER(ret, name, params) static ret(*name) params;
@@ -60,42 +61,6 @@ static int check_loaded(void) {
 #define MAX_CHUNK_BYTES ((size_t)1 << 30)
 
 /* ---------------------------------------------------------------- growable buffers */
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-} Buf;
-
-static int buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static int buf_put(Buf *b, const void *src, size_t n) {
-    if (buf_reserve(b, n))
-        return -1;
-    if (n)
-        memcpy(b->p + b->len, src, n);
-    b->len += n;
-    return 0;
-}
-
-static void buf_free(Buf *b) {
-    free(b->p);
-    b->p = NULL;
-    b->len = b->cap = 0;
-}
-
-static PyObject *buf_bytes(const Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len); }
 
 /* A validity bitmap (bit set = valid), LSB first as Arrow lays it out. */
 typedef struct {

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "growable_buffer.h"
+
 /* Node kinds: the program's words (keep in step with avro_program.py). */
 enum {
     K_NULL = 0, K_BOOLEAN = 1, K_INT = 2, K_LONG = 3, K_FLOAT = 4, K_DOUBLE = 5, K_BYTES = 6,
@@ -30,11 +32,6 @@ enum {
 enum { O_SAME = 0, O_INT64 = 1, O_FLOAT32 = 2, O_FLOAT64 = 3 };
 /* Error codes per record (0: decoded). */
 enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_BRANCH = 3, E_ENUM = 4, E_LENGTH = 5, E_MEMORY = 6 };
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-} Buf;
 
 typedef struct Node {
     int kind, out, store, nchildren, arg;  /* arg: fixed size, enum symbols, union null branch */
@@ -47,28 +44,6 @@ typedef struct Node {
 typedef struct {
     const uint8_t *p, *end;
 } Cursor;
-
-static int grow(Buf *b, size_t more) {
-    if (b->len + more <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static int put(Buf *b, const void *src, size_t n) {
-    if (grow(b, n))
-        return -1;
-    memcpy(b->p + b->len, src, n);
-    b->len += n;
-    return 0;
-}
 
 static int read_long(Cursor *c, int64_t *out) {
     uint64_t v = 0;
@@ -106,7 +81,7 @@ static int nested_offsets(const Node *n) { return n->kind == K_ARRAY || n->kind 
 
 /* One element: its validity byte; the caller has put the value. */
 static int valid(Node *n, uint8_t v) {
-    if (put(&n->validity, &v, 1))
+    if (buf_put(&n->validity, &v, 1))
         return E_MEMORY;
     n->count++;
     return E_OK;
@@ -115,7 +90,7 @@ static int valid(Node *n, uint8_t v) {
 static int append_null(Node *n);
 
 static int close_offset(Node *n) {
-    return put(&n->offsets, &n->data_len, 4) ? E_MEMORY : E_OK;
+    return buf_put(&n->offsets, &n->data_len, 4) ? E_MEMORY : E_OK;
 }
 
 /* A null element in n and, for a record or union, in every stored child. */
@@ -124,7 +99,7 @@ static int append_null(Node *n) {
         return E_OK;
     int size = element_size(n);
     if (size) {
-        if (grow(&n->values, size))
+        if (buf_reserve(&n->values, size))
             return E_MEMORY;
         memset(n->values.p + n->values.len, 0, size);
         n->values.len += size;
@@ -153,18 +128,18 @@ static int store_number(Node *n, double d, int64_t l, int is_float) {
     int kind_out = n->out;
     if (n->kind == K_FLOAT && kind_out == O_SAME) {
         float f = (float)d;
-        e = put(&n->values, &f, 4) ? E_MEMORY : E_OK;
+        e = buf_put(&n->values, &f, 4) ? E_MEMORY : E_OK;
     } else if (n->kind == K_DOUBLE || kind_out == O_FLOAT64) {
         double v = is_float ? d : (double)l;
-        e = put(&n->values, &v, 8) ? E_MEMORY : E_OK;
+        e = buf_put(&n->values, &v, 8) ? E_MEMORY : E_OK;
     } else if (kind_out == O_FLOAT32) {
         float v = is_float ? (float)d : (float)l;
-        e = put(&n->values, &v, 4) ? E_MEMORY : E_OK;
+        e = buf_put(&n->values, &v, 4) ? E_MEMORY : E_OK;
     } else if (n->kind == K_LONG || kind_out == O_INT64) {
-        e = put(&n->values, &l, 8) ? E_MEMORY : E_OK;
+        e = buf_put(&n->values, &l, 8) ? E_MEMORY : E_OK;
     } else {
         int32_t v = (int32_t)l;
-        e = put(&n->values, &v, 4) ? E_MEMORY : E_OK;
+        e = buf_put(&n->values, &v, 4) ? E_MEMORY : E_OK;
     }
     return e ? e : valid(n, 1);
 }
@@ -177,6 +152,16 @@ static int take(Cursor *c, size_t n, const uint8_t **out) {
     return E_OK;
 }
 
+/* Avro's bytes and string: a zig-zag long length, then that many bytes. */
+static int take_prefixed(Cursor *c, const uint8_t **out, int64_t *len) {
+    int e;
+    if ((e = read_long(c, len)))
+        return e;
+    if (*len < 0)
+        return E_LENGTH;
+    return take(c, (size_t)*len, out);
+}
+
 /* Big-endian two's complement of 1..16 bytes (more: the low 16, as Arrow's decimal128). */
 static int store_decimal(Node *n, const uint8_t *b, int64_t len) {
     if (!n->store)
@@ -187,7 +172,7 @@ static int store_decimal(Node *n, const uint8_t *b, int64_t len) {
     int64_t k = len < 16 ? len : 16;
     for (int64_t i = 0; i < k; i++)
         out[i] = b[len - 1 - i];  /* little-endian */
-    if (put(&n->values, out, 16))
+    if (buf_put(&n->values, out, 16))
         return E_MEMORY;
     return valid(n, 1);
 }
@@ -241,7 +226,7 @@ static int decode(Node *n, Cursor *c) {
             return E_OK;
         {
             uint8_t v = *b ? 1 : 0;
-            if (put(&n->values, &v, 1))
+            if (buf_put(&n->values, &v, 1))
                 return E_MEMORY;
         }
         return valid(n, 1);
@@ -265,17 +250,13 @@ static int decode(Node *n, Cursor *c) {
         return store_number(n, d, 0, 1);
     }
     case K_BYTES:
-        if ((e = read_long(c, &l)))
-            return e;
-        if (l < 0)
-            return E_LENGTH;
-        if ((e = take(c, (size_t)l, &b)))
+        if ((e = take_prefixed(c, &b, &l)))
             return e;
         if (!n->store)
             return E_OK;
         if ((int64_t)n->data_len + l > INT32_MAX)
             return E_LENGTH;
-        if (put(&n->data, b, (size_t)l))
+        if (buf_put(&n->data, b, (size_t)l))
             return E_MEMORY;
         n->data_len += (int32_t)l;
         if ((e = close_offset(n)))
@@ -286,15 +267,11 @@ static int decode(Node *n, Cursor *c) {
             return e;
         if (!n->store)
             return E_OK;
-        if (put(&n->values, b, (size_t)n->arg))
+        if (buf_put(&n->values, b, (size_t)n->arg))
             return E_MEMORY;
         return valid(n, 1);
     case K_DECIMAL_BYTES:
-        if ((e = read_long(c, &l)))
-            return e;
-        if (l < 0)
-            return E_LENGTH;
-        if ((e = take(c, (size_t)l, &b)))
+        if ((e = take_prefixed(c, &b, &l)))
             return e;
         return store_decimal(n, b, l);
     case K_DECIMAL_FIXED:
@@ -371,7 +348,7 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
     }
     if ((var_width(n) || nested_offsets(n)) && n->store) {
         int32_t zero = 0;
-        if (put(&n->offsets, &zero, 4))
+        if (buf_put(&n->offsets, &zero, 4))
             return NULL;
     }
     return n;
@@ -380,10 +357,10 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
 static void free_nodes(Node **all, int nall) {
     for (int i = 0; i < nall; i++) {
         free(all[i]->children);
-        free(all[i]->validity.p);
-        free(all[i]->values.p);
-        free(all[i]->offsets.p);
-        free(all[i]->data.p);
+        buf_free(&all[i]->validity);
+        buf_free(&all[i]->values);
+        buf_free(&all[i]->offsets);
+        buf_free(&all[i]->data);
         free(all[i]);
     }
     free(all);
@@ -394,10 +371,6 @@ typedef struct {
     int64_t count;
     int32_t data_len;
 } Mark;
-
-static PyObject *as_bytes(Buf *b) {
-    return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->len);
-}
 
 static PyObject *py_decode(PyObject *self, PyObject *args) {
     (void)self;
@@ -463,8 +436,8 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         goto done;
     for (int i = 0; i < nall; i++) {
         Node *n = all[i];
-        PyObject *t = Py_BuildValue("(LNNNN)", (long long)n->count, as_bytes(&n->validity),
-                                    as_bytes(&n->values), as_bytes(&n->offsets), as_bytes(&n->data));
+        PyObject *t = Py_BuildValue("(LNNNN)", (long long)n->count, buf_bytes(&n->validity),
+                                    buf_bytes(&n->values), buf_bytes(&n->offsets), buf_bytes(&n->data));
         if (!t) {
             Py_DECREF(nodes);
             goto done;

@@ -108,7 +108,7 @@ class KafkaSourceOptions:
     """How often the driver retries a failed offset listing (Spark's ``fetchOffset.numRetries``)."""
     fetch_offset_retry_interval_ms: int = 10
     typed_values: TypedValues | None = None
-    """``value.format=avro``: how ``value`` is decoded (None: Spark's binary column)."""
+    """``value.format`` avro or json-schema: how ``value`` is decoded (None: Spark's binary column)."""
 
     def __repr__(self) -> str:  # the librdkafka settings may hold credentials
         return redacted_repr(self)
@@ -152,7 +152,7 @@ class KafkaSourceOptions:
         typed = TypedValues.parse(opts, subscribed_topics(opts))
         if typed is not None and opts.string("eventTime.field") is not None:
             raise OptionError("eventTime.field", opts.get("eventTime.field"),
-                              "nothing with value.format=avro yet (event time from a typed field is "
+                              f"nothing with value.format={typed.fmt} yet (event time from a typed field is "
                               "to come; the Kafka timestamp is the event time)")
         return cls(
             kafka=kafka,

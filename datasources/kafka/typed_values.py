@@ -1,11 +1,12 @@
-"""Typed values: jetkafka's ``value`` column decoded from Avro, in Confluent's wire format with
-the schemas in a Schema Registry, or as plain Avro with a schema given inline.
+"""Typed values: jetkafka's ``value`` column decoded from Avro or JSON Schema's JSON, in
+Confluent's wire format with the schemas in a Schema Registry, or plain (no wire header) with
+a schema given inline.
 
 Options (``value.*``, parsed once into :class:`TypedValues`):
 
-* ``value.format`` — ``bytes`` (the default: Spark's binary column) or ``avro``;
+* ``value.format`` — ``bytes`` (the default: Spark's binary column), ``avro`` or ``json-schema``;
 * ``schemaRegistry.*`` — the registry (:mod:`jetspark.schemas.registry`); without it the
-  values are plain Avro (no wire header) written with the inline schema;
+  values are plain Avro or JSON documents of the inline schema;
 * the reader schema: ``value.schema`` (inline), else the subject's ``value.schema.version``
   (default: its latest version when the query is planned); the subject is ``value.subject``,
   else named by ``value.subject.strategy`` (``topic``: ``<topic>-value``, the one subscribed
@@ -13,10 +14,15 @@ Options (``value.*``, parsed once into :class:`TypedValues`):
 * ``value.onMalformed`` — ``null`` (the default: the row stays, ``value`` null and
   ``valueError`` saying why) or ``fail`` (the read fails, naming topic, partition and offset).
 
-The Spark type of ``value`` is the reader schema's, as Spark's ``from_avro`` types it. Each
-record's writer schema is the one its schema id names (asked once per id and worker process),
-resolved against the reader schema by Avro's rules; records are decoded natively, a column at
-a time (:mod:`jetspark.schemas.avro_program`).
+Avro: the Spark type of ``value`` is the reader schema's, as Spark's ``from_avro`` types it.
+Each record's writer schema is the one its schema id names (asked once per id and worker
+process), resolved against the reader schema by Avro's rules; records are decoded natively, a
+column at a time (:mod:`jetspark.schemas.avro_program`).
+
+JSON Schema: the Spark type is the reader schema's (:mod:`jetspark.schemas.json_schema_types`);
+JSON names its fields, so documents of any writer schema are read by name (fields the reader
+lacks are ignored, fields a document lacks are null); a record's schema id must still be a JSON
+schema in the registry. A batch is parsed at once by Arrow (:mod:`jetspark.schemas.json_values`).
 """
 
 from __future__ import annotations
@@ -33,13 +39,17 @@ from pyspark.sql import types as T
 from jetspark.errors import JetsparkError, OptionError
 from jetspark.options import Options
 from jetspark.redaction import redacted_repr
-from jetspark.schemas import wire
+from jetspark.schemas import json_schema_types, json_values, wire
 from jetspark.schemas.avro_program import ERRORS, Program, compile_program, decode
 from jetspark.schemas.avro_types import AvroSchemaError, spark_type
-from jetspark.schemas.registry import RegistryClient, RegistrySettings, SchemaRegistryError
+from jetspark.schemas.registry import RegisteredSchema, RegistryClient, RegistrySettings, SchemaRegistryError
 from jetspark.schemas.subjects import STRATEGIES, subject_name
 
-FORMATS = ("bytes", "avro")
+FORMATS = ("bytes", "avro", "json-schema")
+_REGISTRY_TYPE = {"avro": "AVRO", "json-schema": "JSON"}
+"""The registry's schemaType of each format's schemas."""
+_NAME = {"avro": "Avro", "json-schema": "JSON Schema"}
+_A_SCHEMA = {"avro": "an Avro schema", "json-schema": "a JSON Schema"}
 ON_MALFORMED = ("null", "fail")
 OPTIONS = ("value.format", "value.schema", "value.schema.version", "value.subject",
            "value.subject.strategy", "value.subject.record", "value.onMalformed")
@@ -56,13 +66,15 @@ class TypedValues:
     """How the ``value`` column is decoded: the reader schema and where writer schemas are."""
 
     reader_text: str
-    """The reader schema (Avro JSON)."""
+    """The reader schema (Avro's JSON, or a JSON Schema)."""
     registry: RegistrySettings | None
     """None: plain Avro values written with the reader schema itself."""
     on_malformed: str = "null"
     reader_id: int | None = None
     """The registry's id of the reader schema (None when given inline)."""
     spark: T.DataType = field(default=T.BinaryType(), compare=False)
+    fmt: str = "avro"
+    """``avro`` or ``json-schema``."""
 
     def __repr__(self) -> str:
         return redacted_repr(self, hidden=("reader_text", "spark"))
@@ -76,7 +88,8 @@ class TypedValues:
         if fmt == "bytes":
             for name in OPTIONS[1:]:
                 if opts.get(name) is not None:
-                    raise OptionError(name, opts.get(name), "nothing unless value.format is avro")
+                    raise OptionError(name, opts.get(name),
+                                      "nothing unless value.format is avro or json-schema")
             return None
         on_malformed = opts.choice("value.onMalformed", "null", ON_MALFORMED)
         inline = opts.string("value.schema")
@@ -87,17 +100,20 @@ class TypedValues:
                               "bytes, unless schemaRegistry.url or value.schema is given")
         else:
             reader = RegistryClient(registry).version(_subject(opts, topics), _version(opts))
-            if reader.schema_type != "AVRO":
+            if reader.schema_type != _REGISTRY_TYPE[fmt]:
                 raise OptionError("value.format", fmt, f"{reader.schema_type.lower()} (the subject "
                                   f"{reader.subject!r} holds a {reader.schema_type} schema)")
             reader_text, reader_id = reader.text, reader.schema_id
         try:
-            data_type, _ = spark_type(reader_text)
-            compile_program(reader_text)  # the reader schema must decode its own records
-        except AvroSchemaError as e:
+            if fmt == "avro":
+                data_type, _ = spark_type(reader_text)
+                compile_program(reader_text)  # the reader schema must decode its own records
+            else:
+                data_type = json_schema_types.spark_type(reader_text)
+        except (AvroSchemaError, json_schema_types.JsonSchemaError) as e:
             raise OptionError("value.schema", reader_text[:200],
-                              f"an Avro schema Spark can type: {e}") from None
-        return cls(reader_text, registry, on_malformed, reader_id, data_type)
+                              f"{_A_SCHEMA[fmt]} Spark can type: {e}") from None
+        return cls(reader_text, registry, on_malformed, reader_id, data_type, fmt)
 
     # -- reading ---------------------------------------------------------------------------------
     def decode_batch(self, batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -124,6 +140,8 @@ class TypedValues:
         n = len(values)
         out_type = _arrow(self.spark)
         reasons = _Reasons(n)
+        if self.fmt == "json-schema":
+            return self._decode_json(values, out_type, reasons)
         if self.registry is None:
             program = _program(self.reader_text, self.reader_text)
             framed = _unframed(values)
@@ -150,15 +168,43 @@ class TypedValues:
             rows.append(at)
         return _in_order(pieces, rows, n, out_type), reasons.array()
 
-    def _writer_program(self, client: RegistryClient, schema_id: int) -> Program:
+    def _decode_json(self, values: pa.BinaryArray, out_type: pa.DataType,
+                     reasons: _Reasons) -> tuple[pa.Array, pa.Array]:
+        if self.registry is None:
+            keep = np.asarray(values.is_valid(), dtype=bool)
+            payloads = values
+        else:
+            framed = wire.split(values)
+            reasons.set(np.flatnonzero(framed.schema_ids == wire.UNFRAMED),
+                        "not in Confluent's wire format (no magic byte 0 and 4-byte schema id)")
+            keep = framed.schema_ids >= 0
+            client = _client(self.registry)
+            for schema_id in framed.ids():
+                try:
+                    self._writer(client, schema_id)
+                except _Unusable as e:
+                    at = framed.schema_ids == schema_id
+                    reasons.set(np.flatnonzero(at), str(e))
+                    keep &= ~at
+            payloads = framed.payloads
+        decoded, bad, why = json_values.decode(payloads, keep, out_type)
+        reasons.set(bad, why)
+        return decoded, reasons.array()
+
+    def _writer(self, client: RegistryClient, schema_id: int) -> RegisteredSchema:
+        """The writer schema ``schema_id`` names, if it is one of this format's."""
         try:
             writer = client.schema(schema_id)
         except SchemaRegistryError as e:
             if e.status == 404:
                 raise _Unusable(f"schema id {schema_id} is not in the Schema Registry") from None
             raise  # the registry is down or refuses us: the task fails and is retried
-        if writer.schema_type != "AVRO":
-            raise _Unusable(f"schema id {schema_id} is a {writer.schema_type} schema, not Avro")
+        if writer.schema_type != _REGISTRY_TYPE[self.fmt]:
+            raise _Unusable(f"schema id {schema_id} is a {writer.schema_type} schema, not {_NAME[self.fmt]}")
+        return writer
+
+    def _writer_program(self, client: RegistryClient, schema_id: int) -> Program:
+        writer = self._writer(client, schema_id)
         try:
             return _program(writer.text, self.reader_text)
         except AvroSchemaError as e:

@@ -37,7 +37,7 @@ def test_bytes_is_the_default_and_value_options_need_a_format():
         _options(**{"value.schema": json.dumps(SCHEMA)})
     with pytest.raises(OptionError, match=r"unless schemaRegistry\.url or value\.schema"):
         _options(**{"value.format": "avro"})
-    with pytest.raises(OptionError, match=r"one of bytes \| avro"):
+    with pytest.raises(OptionError, match=r"one of bytes \| avro \| json-schema"):
         _options(**{"value.format": "protobuf"})
 
 
@@ -49,7 +49,7 @@ def test_an_inline_schema_types_the_value_column():
 
 
 def test_an_inline_schema_that_is_not_avro_is_refused_by_name():
-    with pytest.raises(OptionError, match=r"value\.schema.*not JSON"):
+    with pytest.raises(OptionError, match=r"value\.schema.*an Avro schema Spark can type: .*not JSON"):
         _options(**{"value.format": "avro", "value.schema": "{nope"})
 
 
@@ -71,3 +71,22 @@ def test_fail_names_the_record():
                         ("offset", pa.int64()), ("valueError", pa.string())])
     with pytest.raises(MalformedValueError, match="clicks partition 3 offset 11 did not decode"):
         typed.decode_batch(batch, schema)
+
+
+CLICK_JSON = {"type": "object", "properties": {"user": {"type": "string"}, "n": {"type": "integer"}}}
+
+
+def test_json_schema_values_read_plain_json_documents_by_field_name():
+    typed = _options(**{"value.format": "json-schema", "value.schema": json.dumps(CLICK_JSON)}).typed_values
+    assert typed.spark == T.StructType([T.StructField("user", T.StringType(), True),
+                                        T.StructField("n", T.LongType(), True)])
+    values = pa.array([b'{"n": 1, "user": "a", "extra": true}', None, b'{"n": "one"}', b'{"user": "b"}'])
+    decoded, errors = typed.decode_values(values)
+    assert decoded.to_pylist() == [{"user": "a", "n": 1}, None, None, {"user": "b", "n": None}]
+    assert [e and e.split(":")[0] for e in errors.to_pylist()] == [None, None, "does not fit the schema", None]
+
+
+def test_a_json_schema_spark_cannot_type_is_refused_by_name():
+    with pytest.raises(OptionError, match=r"value\.schema.*a JSON Schema Spark can type: .*maps"):
+        _options(**{"value.format": "json-schema", "value.schema": json.dumps(
+            {"type": "object", "additionalProperties": {"type": "string"}})})

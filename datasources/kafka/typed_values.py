@@ -49,6 +49,8 @@ FORMATS = ("bytes", "avro", "json-schema")
 _REGISTRY_TYPE = {"avro": "AVRO", "json-schema": "JSON"}
 """The registry's schemaType of each format's schemas."""
 _NAME = {"avro": "Avro", "json-schema": "JSON Schema"}
+_FORMAT_OF = {"AVRO": "avro", "JSON": "json-schema", "PROTOBUF": "protobuf"}
+"""The ``value.format`` that reads a registry schemaType's schemas."""
 _A_SCHEMA = {"avro": "an Avro schema", "json-schema": "a JSON Schema"}
 ON_MALFORMED = ("null", "fail")
 OPTIONS = ("value.format", "value.schema", "value.schema.version", "value.subject",
@@ -101,8 +103,9 @@ class TypedValues:
         else:
             reader = RegistryClient(registry).version(_subject(opts, topics), _version(opts))
             if reader.schema_type != _REGISTRY_TYPE[fmt]:
-                raise OptionError("value.format", fmt, f"{reader.schema_type.lower()} (the subject "
-                                  f"{reader.subject!r} holds a {reader.schema_type} schema)")
+                wanted = _FORMAT_OF.get(reader.schema_type, reader.schema_type.lower())
+                raise OptionError("value.format", fmt, f"{wanted} (the subject {reader.subject!r} "
+                                  f"holds a schema of type {reader.schema_type})")
             reader_text, reader_id = reader.text, reader.schema_id
         try:
             if fmt == "avro":
@@ -200,7 +203,7 @@ class TypedValues:
                 raise _Unusable(f"schema id {schema_id} is not in the Schema Registry") from None
             raise  # the registry is down or refuses us: the task fails and is retried
         if writer.schema_type != _REGISTRY_TYPE[self.fmt]:
-            raise _Unusable(f"schema id {schema_id} is a {writer.schema_type} schema, not {_NAME[self.fmt]}")
+            raise _Unusable(f"schema id {schema_id} is of type {writer.schema_type}, not {_NAME[self.fmt]}")
         return writer
 
     def _writer_program(self, client: RegistryClient, schema_id: int) -> Program:

@@ -44,7 +44,8 @@ def test_each_construct_has_the_type_a_spark_user_expects():
 
 @pytest.mark.parametrize(("schema", "says"), [
     ({"type": "string"}, "root of a value's schema must be an object"),
-    ({"type": "object", "properties": {"a": {"type": ["string", "integer"]}}}, r"\$\.a: one type besides null"),
+    ({"type": "object", "properties": {"a": {"type": ["string", "integer"]}}},
+     r"\$\.a: one type besides null"),
     ({"type": "object", "properties": {"a": {"allOf": [{"type": "string"}]}}}, r"\$\.a: allOf"),
     ({"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}},
      "oneOf is supported for one schema and null only"),

@@ -3,7 +3,7 @@
 By default jetkafka's event time is the Kafka record timestamp. With ``eventTime.field``
 (a dotted path into a JSON object value, e.g. ``ts`` or ``meta.eventTime``) it is read
 from the payload instead, in one pass per chunk: the values become newline-delimited JSON
-(raw newlines in a valid JSON value are whitespace, so they become spaces) parsed by
+(raw line breaks in a valid JSON value are white space, so they become spaces) parsed by
 Arrow's JSON reader with a schema holding only the field. Only a chunk that Arrow rejects
 (a value that is not a JSON object, a field of the wrong type) goes record by record, to
 tell the good records from the bad ones.
@@ -39,6 +39,7 @@ from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.datasources.malformed import ON_MALFORMED, MalformedEventTimeError, beyond_cutoff, cutoff_text
 from jetspark.errors import OptionError
 from jetspark.options import Options
+from jetspark.schemas.json_values import ndjson
 
 FORMATS = ("epochMillis", "epochSeconds", "iso8601")
 _TS_US = TIMESTAMP_TYPE
@@ -147,13 +148,10 @@ def _vectorized(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
     values = values.cast(pa.binary())
     blank = pc.equal(pc.binary_length(values), 0)
     objects = pc.if_else(pc.or_kleene(pc.is_null(values), blank), pa.scalar(b"{}"), values)
-    one_line = pc.replace_substring(objects, b"\n", b" ")
-    lines = pc.binary_join_element_wise(one_line, pa.scalar(b"", pa.binary()), b"\n")
-    offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset: lines.offset + len(lines) + 1]
-    text = lines.buffers()[2][int(offsets[0]): int(offsets[-1])]
+    text, _offsets = ndjson(objects)
     schema = pa.schema([(spec.path[0], spec._arrow_type())])
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    table = pj.read_json(pa.BufferReader(text), read_options=_READ, parse_options=parse)
+    table = pj.read_json(pa.BufferReader(pa.py_buffer(text)), read_options=_READ, parse_options=parse)
     if table.num_rows != len(values):
         raise _Misaligned
     leaf = table.column(0).combine_chunks()

@@ -31,7 +31,7 @@ def decode(payloads: pa.BinaryArray, keep: np.ndarray, out_type: pa.StructType
     n = len(payloads)
     rows = np.flatnonzero(keep)
     kept = payloads.take(pa.array(rows)) if len(rows) < n else payloads
-    text, offsets = _lines(kept)
+    text, offsets = ndjson(kept)
     blank = _non_white_counts(text, offsets) == 0
     bad_rows: list[np.ndarray] = [rows[blank]]
     bad_texts: list[str] = ["an empty document"] * int(blank.sum())
@@ -54,9 +54,11 @@ def decode(payloads: pa.BinaryArray, keep: np.ndarray, out_type: pa.StructType
     return decoded, bad[order], [bad_texts[i] for i in order]
 
 
-def _lines(payloads: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray]:
-    """The payloads as newline-delimited JSON and where each line starts (``n + 1`` offsets,
-    each line ending with its newline)."""
+def ndjson(payloads: pa.BinaryArray) -> tuple[np.ndarray, np.ndarray]:
+    """The payloads as newline-delimited JSON, what Arrow's JSON reader reads, and where each
+    line starts (``n + 1`` offsets, each line ending with its newline). A payload's own line
+    breaks become spaces: in valid JSON they can only be white space. A null payload is an
+    empty line, which Arrow skips: callers keep null and blank payloads out, or count rows."""
     n = len(payloads)
     if n == 0:
         return np.zeros(0, np.uint8), np.zeros(1, np.int64)

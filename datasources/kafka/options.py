@@ -109,6 +109,13 @@ class KafkaSourceOptions:
     fetch_offset_retry_interval_ms: int = 10
     typed_values: TypedValues | None = None
     """``value.format`` avro or json-schema: how ``value`` is decoded (None: Spark's binary column)."""
+    typed_keys: TypedValues | None = None
+    """``key.format``: how ``key`` is decoded (None: Spark's binary column)."""
+
+    @property
+    def typed(self) -> tuple[TypedValues, ...]:
+        """The typed columns, key first: the order their error columns follow the others."""
+        return tuple(t for t in (self.typed_keys, self.typed_values) if t is not None)
 
     def __repr__(self) -> str:  # the librdkafka settings may hold credentials
         return redacted_repr(self)
@@ -150,6 +157,7 @@ class KafkaSourceOptions:
                               f"an integer <= maxOffsetsPerTrigger ({max_per_trigger})")
         marks = WatermarkOptions.parse(opts)
         typed = TypedValues.parse(opts, subscribed_topics(opts))
+        typed_keys = TypedValues.parse(opts, subscribed_topics(opts), "key")
         if typed is not None and opts.string("eventTime.field") is not None:
             raise OptionError("eventTime.field", opts.get("eventTime.field"),
                               f"nothing with value.format={typed.fmt} yet (event time from a typed field is "
@@ -181,6 +189,7 @@ class KafkaSourceOptions:
             fetch_offset_retries=opts.integer("fetchOffset.numRetries", 3, minimum=0) or 0,
             fetch_offset_retry_interval_ms=opts.integer("fetchOffset.retryIntervalMs", 10, minimum=0) or 0,
             typed_values=typed,
+            typed_keys=typed_keys,
         )
 
     @property

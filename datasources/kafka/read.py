@@ -60,8 +60,8 @@ class ReadSettings:
     """Event time from the value's JSON (``eventTime.field``); None: the Kafka timestamp."""
     on_malformed: str = "fail"
     """``eventTime.onMalformed``, also for Kafka timestamps beyond the batch's cut-off."""
-    typed_values: TypedValues | None = None
-    """``value.format``: how the source's tasks decode ``value`` (None: bytes)."""
+    typed: tuple[TypedValues, ...] = ()
+    """``key.format``, ``value.format``: how the source's tasks decode those columns (key first)."""
 
     def __repr__(self) -> str:
         return redacted_repr(self)

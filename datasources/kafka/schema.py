@@ -11,9 +11,6 @@ from pyspark.sql import types as T
 from jetspark.columns import HEARTBEAT, LATE, TIMESTAMP_TYPE, WATERMARK, WATERMARK_DDL, WATERMARK_FIELDS
 from jetspark.datasources.kafka.native import HEADERS_TYPE
 
-VALUE_ERROR = "valueError"
-"""Why a typed value did not decode (``value.format``; null when it did)."""
-
 _BASE_FIELDS = [
     ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
     ("offset", pa.int64()), ("timestamp", TIMESTAMP_TYPE), ("timestampType", pa.int32()),
@@ -42,15 +39,12 @@ def spark_schema(include_headers: bool, event_time: bool = False) -> str:
     return ", ".join([*cols, WATERMARK_DDL, *extra])
 
 
-def typed_arrow_schema(base: pa.Schema, value_type: pa.DataType) -> pa.Schema:
-    """The source's Arrow schema with ``value`` of ``value_type`` and ``valueError`` last."""
-    schema = base.set(base.get_field_index("value"), pa.field("value", value_type))
-    return schema.append(pa.field(VALUE_ERROR, pa.string()))
-
-
-def typed_spark_schema(include_headers: bool, value_type: T.DataType) -> T.StructType:
-    """The source's Spark schema with a typed ``value`` and ``valueError`` last."""
-    fields = [T.StructField("key", T.BinaryType()), T.StructField("value", value_type),
+def typed_spark_schema(include_headers: bool, typed: list) -> T.StructType:
+    """The source's Spark schema with the typed columns (:class:`TypedValues`, key first)
+    of their reader schemas' types, and their error columns (``keyError``, ``valueError``) last."""
+    types = {t.column: t.spark for t in typed}
+    fields = [T.StructField("key", types.get("key", T.BinaryType())),
+              T.StructField("value", types.get("value", T.BinaryType())),
               T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
               T.StructField("offset", T.LongType()), T.StructField("timestamp", T.TimestampType()),
               T.StructField("timestampType", T.IntegerType())]
@@ -58,7 +52,8 @@ def typed_spark_schema(include_headers: bool, value_type: T.DataType) -> T.Struc
         header = T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
         fields.append(T.StructField("headers", T.ArrayType(header)))
     fields += [T.StructField(WATERMARK, T.TimestampType()), T.StructField(HEARTBEAT, T.BooleanType()),
-               T.StructField(LATE, T.BooleanType()), T.StructField(VALUE_ERROR, T.StringType())]
+               T.StructField(LATE, T.BooleanType())]
+    fields += [T.StructField(t.error_column, T.StringType()) for t in typed]
     return T.StructType(fields)
 
 

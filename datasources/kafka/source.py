@@ -110,12 +110,11 @@ from jetspark.datasources.kafka.options import EARLIEST, LATEST, KafkaSourceOpti
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.scan import scan_max_timestamps
 from jetspark.datasources.kafka.schema import (
-    arrow_schema,
     heartbeat_batch,
     spark_schema,
-    typed_arrow_schema,
     typed_spark_schema,
 )
+from jetspark.datasources.kafka.typed_values import COLUMNS as TYPED_COLUMNS
 from jetspark.datasources.kafka.typed_values import TypedValues, subscribed_topics
 from jetspark.datasources.malformed import future_cutoff
 from jetspark.datasources.watermarks import Clock, Progress, WatermarkTracker, wall_clock_ms
@@ -149,21 +148,18 @@ def _settings(options: KafkaSourceOptions) -> ReadSettings:
         kafka=dict(options.kafka), include_headers=options.include_headers, keep_late=options.keep_late,
         fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_ms=options.poll_timeout_ms, chunk_rows=options.chunk_rows,
-        event_time=options.event_time, on_malformed=options.on_malformed, typed_values=options.typed_values,
+        event_time=options.event_time, on_malformed=options.on_malformed, typed=options.typed,
     )
 
 
 def _read(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-    typed = settings.typed_values
-    if typed is None:
+    if not settings.typed:
         yield from _read_rows(settings, partition)
         return
-    from pyspark.sql.pandas.types import to_arrow_type
-
-    base = arrow_schema(settings.include_headers, settings.event_time is not None)
-    schema = typed_arrow_schema(base, to_arrow_type(typed.spark, timezone="UTC"))
     for batch in _read_rows(settings, partition):
-        yield typed.decode_batch(batch, schema)
+        for typed in settings.typed:
+            batch = typed.decode_batch(batch)
+        yield batch
 
 
 def _read_rows(settings: ReadSettings, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -568,10 +564,11 @@ class KafkaDataSource(DataSource):
 
     def schema(self) -> str | T.StructType:
         opts = Options(self.options)
-        if opts.string("value.format", "bytes") != "bytes":  # typed values: the reader schema decides
-            typed = TypedValues.parse(opts, subscribed_topics(opts))
-            if typed is not None:
-                return typed_spark_schema(opts.boolean("includeHeaders", False), typed.spark)
+        typed = [TypedValues.parse(opts, subscribed_topics(opts), column) for column in TYPED_COLUMNS
+                 if opts.string(f"{column}.format", "bytes") != "bytes"]  # the reader schemas decide
+        typed = [t for t in typed if t is not None]
+        if typed:
+            return typed_spark_schema(opts.boolean("includeHeaders", False), typed)
         return spark_schema(opts.boolean("includeHeaders", False), opts.string("eventTime.field") is not None)
 
     def streamReader(self, schema) -> DataSourceStreamReader:
@@ -584,11 +581,11 @@ class KafkaDataSource(DataSource):
 def _planned(options: KafkaSourceOptions, schema: T.StructType) -> KafkaSourceOptions:
     """``options`` whose typed values have the type the query was planned with: the reader
     schema is asked for again here, and a subject's latest version may have moved since."""
-    typed = options.typed_values
-    if typed is not None and isinstance(schema, T.StructType) and "value" in schema.fieldNames():
-        planned = schema["value"].dataType
-        if planned != typed.spark:
+    planned = schema.fieldNames() if isinstance(schema, T.StructType) else []
+    for typed in options.typed:
+        if typed.column in planned and schema[typed.column].dataType != typed.spark:
             raise JetsparkError(
-                "jetkafka: the reader schema changed while the query was planned (a new latest "
-                "version of the subject?); start the query again, or pin value.schema.version")
+                f"jetkafka: the {typed.column}s' reader schema changed while the query was planned (a "
+                f"new latest version of the subject?); start the query again, or pin "
+                f"{typed.column}.schema.version")
     return options

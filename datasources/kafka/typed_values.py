@@ -1,18 +1,21 @@
-"""Typed values: jetkafka's ``value`` column decoded from Avro or JSON Schema's JSON, in
-Confluent's wire format with the schemas in a Schema Registry, or plain (no wire header) with
-a schema given inline.
+"""Typed keys and values: jetkafka's ``key`` and ``value`` columns decoded from Avro or JSON
+Schema's JSON, in Confluent's wire format with the schemas in a Schema Registry, or plain (no
+wire header) with a schema given inline.
 
-Options (``value.*``, parsed once into :class:`TypedValues`):
+Options (``value.*``, and the same ``key.*`` for keys, each parsed once into a
+:class:`TypedValues`; the registry is shared):
 
 * ``value.format`` — ``bytes`` (the default: Spark's binary column), ``avro`` or ``json-schema``;
 * ``schemaRegistry.*`` — the registry (:mod:`jetspark.schemas.registry`); without it the
   values are plain Avro or JSON documents of the inline schema;
 * the reader schema: ``value.schema`` (inline), else the subject's ``value.schema.version``
   (default: its latest version when the query is planned); the subject is ``value.subject``,
-  else named by ``value.subject.strategy`` (``topic``: ``<topic>-value``, the one subscribed
-  topic; ``record`` / ``topic-record`` with ``value.subject.record``);
+  else named by ``value.subject.strategy`` (``topic``: ``<topic>-value``, or ``<topic>-key``
+  for keys, of the one subscribed topic; ``record`` / ``topic-record`` with
+  ``value.subject.record``);
 * ``value.onMalformed`` — ``null`` (the default: the row stays, ``value`` null and
-  ``valueError`` saying why) or ``fail`` (the read fails, naming topic, partition and offset).
+  ``valueError`` saying why; ``keyError`` for keys) or ``fail`` (the read fails, naming topic,
+  partition and offset).
 
 Avro: the Spark type of ``value`` is the reader schema's, as Spark's ``from_avro`` types it.
 Each record's writer schema is the one its schema id names (asked once per id and worker
@@ -45,6 +48,8 @@ from jetspark.schemas.avro_types import AvroSchemaError, spark_type
 from jetspark.schemas.registry import RegisteredSchema, RegistryClient, RegistrySettings, SchemaRegistryError
 from jetspark.schemas.subjects import STRATEGIES, subject_name
 
+COLUMNS = ("key", "value")
+"""The columns that can be typed, in the order their error columns follow the others."""
 FORMATS = ("bytes", "avro", "json-schema")
 _REGISTRY_TYPE = {"avro": "AVRO", "json-schema": "JSON"}
 """The registry's schemaType of each format's schemas."""
@@ -53,19 +58,19 @@ _FORMAT_OF = {"AVRO": "avro", "JSON": "json-schema", "PROTOBUF": "protobuf"}
 """The ``value.format`` that reads a registry schemaType's schemas."""
 _A_SCHEMA = {"avro": "an Avro schema", "json-schema": "a JSON Schema"}
 ON_MALFORMED = ("null", "fail")
-OPTIONS = ("value.format", "value.schema", "value.schema.version", "value.subject",
-           "value.subject.strategy", "value.subject.record", "value.onMalformed")
-ERROR_COLUMN = "valueError"
-"""The column saying why a value did not decode (null when it did), with ``value.onMalformed=null``."""
+_SUFFIXES = ("format", "schema", "schema.version", "subject", "subject.strategy", "subject.record",
+             "onMalformed")
+OPTIONS = tuple(f"{column}.{suffix}" for column in COLUMNS for suffix in _SUFFIXES)
 
 
 class MalformedValueError(JetsparkError):
-    """A value did not decode and ``value.onMalformed=fail``."""
+    """A key or value did not decode and ``onMalformed=fail``."""
 
 
 @dataclass(frozen=True)
 class TypedValues:
-    """How the ``value`` column is decoded: the reader schema and where writer schemas are."""
+    """How the ``value`` (or ``key``) column is decoded: the reader schema and where writer
+    schemas are."""
 
     reader_text: str
     """The reader schema (Avro's JSON, or a JSON Schema)."""
@@ -77,34 +82,42 @@ class TypedValues:
     spark: T.DataType = field(default=T.BinaryType(), compare=False)
     fmt: str = "avro"
     """``avro`` or ``json-schema``."""
+    column: str = "value"
+    """``value`` or ``key``: the column decoded, whose options these are."""
+
+    @property
+    def error_column(self) -> str:
+        """The column saying why a value did not decode (null when it did): ``valueError``, ``keyError``."""
+        return f"{self.column}Error"
 
     def __repr__(self) -> str:
         return redacted_repr(self, hidden=("reader_text", "spark"))
 
     @classmethod
-    def parse(cls, opts: Options, topics: tuple[str, ...]) -> TypedValues | None:
-        """The typed values the options ask for (None: ``value.format=bytes``). Asks the
+    def parse(cls, opts: Options, topics: tuple[str, ...], column: str = "value") -> TypedValues | None:
+        """The typed ``column`` the options ask for (None: ``<column>.format=bytes``). Asks the
         registry for the reader schema when it is not inline."""
-        fmt = opts.choice("value.format", "bytes", FORMATS)
+        fmt = opts.choice(f"{column}.format", "bytes", FORMATS)
         registry = RegistrySettings.parse(opts)
         if fmt == "bytes":
-            for name in OPTIONS[1:]:
+            for suffix in _SUFFIXES[1:]:
+                name = f"{column}.{suffix}"
                 if opts.get(name) is not None:
                     raise OptionError(name, opts.get(name),
-                                      "nothing unless value.format is avro or json-schema")
+                                      f"nothing unless {column}.format is avro or json-schema")
             return None
-        on_malformed = opts.choice("value.onMalformed", "null", ON_MALFORMED)
-        inline = opts.string("value.schema")
+        on_malformed = opts.choice(f"{column}.onMalformed", "null", ON_MALFORMED)
+        inline = opts.string(f"{column}.schema")
         if inline is not None:
             reader_text, reader_id = inline, None
         elif registry is None:
-            raise OptionError("value.format", fmt,
-                              "bytes, unless schemaRegistry.url or value.schema is given")
+            raise OptionError(f"{column}.format", fmt,
+                              f"bytes, unless schemaRegistry.url or {column}.schema is given")
         else:
-            reader = RegistryClient(registry).version(_subject(opts, topics), _version(opts))
+            reader = RegistryClient(registry).version(_subject(opts, topics, column), _version(opts, column))
             if reader.schema_type != _REGISTRY_TYPE[fmt]:
                 wanted = _FORMAT_OF.get(reader.schema_type, reader.schema_type.lower())
-                raise OptionError("value.format", fmt, f"{wanted} (the subject {reader.subject!r} "
+                raise OptionError(f"{column}.format", fmt, f"{wanted} (the subject {reader.subject!r} "
                                   f"holds a schema of type {reader.schema_type})")
             reader_text, reader_id = reader.text, reader.schema_id
         try:
@@ -114,26 +127,30 @@ class TypedValues:
             else:
                 data_type = json_schema_types.spark_type(reader_text)
         except (AvroSchemaError, json_schema_types.JsonSchemaError) as e:
-            raise OptionError("value.schema", reader_text[:200],
+            raise OptionError(f"{column}.schema", reader_text[:200],
                               f"{_A_SCHEMA[fmt]} Spark can type: {e}") from None
-        return cls(reader_text, registry, on_malformed, reader_id, data_type, fmt)
+        return cls(reader_text, registry, on_malformed, reader_id, data_type, fmt, column)
 
     # -- reading ---------------------------------------------------------------------------------
-    def decode_batch(self, batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-        """``batch`` (the source's rows, ``value`` binary) in ``schema``: ``value`` decoded, and
-        ``valueError`` at the end."""
-        index = batch.schema.get_field_index("value")
+    def decode_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` (the source's rows, this column binary) with the column decoded and its
+        error column (``valueError``, ``keyError``) appended."""
+        index = batch.schema.get_field_index(self.column)
         values, errors = self.decode_values(batch.column(index))
         if self.on_malformed == "fail" and errors.null_count < len(errors):
             first = int(pc.index(pc.is_valid(errors), True).as_py())
+            at = {name: batch.column(batch.schema.get_field_index(name))[first]
+                  for name in ("topic", "partition", "offset")}
             raise MalformedValueError(
-                f"jetkafka: the value of {batch.column(batch.schema.get_field_index('topic'))[first]} "
-                f"partition {batch.column(batch.schema.get_field_index('partition'))[first]} offset "
-                f"{batch.column(batch.schema.get_field_index('offset'))[first]} did not decode: "
-                f"{errors[first]} (value.onMalformed=fail; null keeps the row with valueError)")
+                f"jetkafka: the {self.column} of {at['topic']} partition {at['partition']} offset "
+                f"{at['offset']} did not decode: "
+                f"{errors[first]} ({self.column}.onMalformed=fail; null keeps the row with "
+                f"{self.error_column})")
         columns = list(batch.columns)
         columns[index] = values
         columns.append(errors)
+        schema = batch.schema.set(index, pa.field(self.column, values.type)).append(
+            pa.field(self.error_column, pa.string()))
         return pa.RecordBatch.from_arrays(columns, schema=schema)
 
     def decode_values(self, values: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -299,22 +316,26 @@ def subscribed_topics(opts: Options) -> tuple[str, ...]:
     return tuple(t.strip() for t in raw.split(",") if t.strip()) if raw else ()
 
 
-def _subject(opts: Options, topics: tuple[str, ...]) -> str:
-    explicit = opts.string("value.subject")
+def _subject(opts: Options, topics: tuple[str, ...], column: str) -> str:
+    explicit = opts.string(f"{column}.subject")
     if explicit is not None:
         return explicit
-    strategy = opts.choice("value.subject.strategy", "topic", STRATEGIES)
-    record = opts.string("value.subject.record")
+    strategy = opts.choice(f"{column}.subject.strategy", "topic", STRATEGIES)
+    record = opts.string(f"{column}.subject.record")
+    is_key = column == "key"
     if strategy == "record":
-        return subject_name(strategy, "", is_key=False, record_name=record)
+        return subject_name(strategy, "", is_key=is_key, record_name=record,
+                            option=f"{column}.subject.strategy")
     if len(topics) != 1:
-        raise OptionError("value.subject", None, "the subject of the values' schema, needed unless the "
-                          "query subscribes to exactly one topic (subscribe)")
-    return subject_name(strategy, topics[0], is_key=False, record_name=record)
+        raise OptionError(f"{column}.subject", None, f"the subject of the {column}s' schema, needed "
+                          "unless the query subscribes to exactly one topic (subscribe)")
+    return subject_name(strategy, topics[0], is_key=is_key, record_name=record,
+                        option=f"{column}.subject.strategy")
 
 
-def _version(opts: Options) -> int | None:
-    raw = opts.string("value.schema.version", "latest")
+def _version(opts: Options, column: str) -> int | None:
+    name = f"{column}.schema.version"
+    raw = opts.string(name, "latest")
     if raw == "latest":
         return None
     try:
@@ -322,6 +343,6 @@ def _version(opts: Options) -> int | None:
     except ValueError:
         version = 0
     if version < 1:
-        raise OptionError("value.schema.version", raw, "latest or a version number >= 1")
+        raise OptionError(name, raw, "latest or a version number >= 1")
     return version
 

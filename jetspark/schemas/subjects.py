@@ -20,5 +20,5 @@ def subject_name(strategy: str, topic: str, *, is_key: bool, record_name: str | 
         raise OptionError(option, strategy, " or ".join(STRATEGIES))
     if not record_name:
         raise OptionError(option, strategy, "topic, unless the record's full name is given "
-                          f"({option.rsplit('.', 2)[0]}.record.name)")
+                          f"({option.rsplit('.', 1)[0]}.record)")
     return record_name if strategy == "record" else f"{topic}-{record_name}"

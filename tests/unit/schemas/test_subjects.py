@@ -15,7 +15,7 @@ def test_the_three_strategies():
 
 
 def test_a_record_strategy_without_a_record_name_and_an_unknown_one_name_the_option():
-    with pytest.raises(OptionError, match=r"value\.subject\.strategy"):
+    with pytest.raises(OptionError, match=r"value\.subject\.strategy.*\(value\.subject\.record\)"):
         subject_name("record", "orders", is_key=False)
     with pytest.raises(OptionError, match="topic or record or topic-record"):
         subject_name("wire", "orders", is_key=False)

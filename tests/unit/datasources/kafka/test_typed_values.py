@@ -66,11 +66,8 @@ def test_fail_names_the_record():
                         "value.onMalformed": "fail"}).typed_values
     batch = pa.RecordBatch.from_pydict({"value": pa.array([_avro({"user": "a", "n": 1}), b"\x01"]),
                                         "topic": ["clicks"] * 2, "partition": [3, 3], "offset": [10, 11]})
-    click = pa.struct([("user", pa.string()), ("n", pa.int32())])
-    schema = pa.schema([("value", click), ("topic", pa.string()), ("partition", pa.int64()),
-                        ("offset", pa.int64()), ("valueError", pa.string())])
-    with pytest.raises(MalformedValueError, match="clicks partition 3 offset 11 did not decode"):
-        typed.decode_batch(batch, schema)
+    with pytest.raises(MalformedValueError, match="the value of clicks partition 3 offset 11 did not decode"):
+        typed.decode_batch(batch)
 
 
 CLICK_JSON = {"type": "object", "properties": {"user": {"type": "string"}, "n": {"type": "integer"}}}
@@ -91,3 +88,30 @@ def test_a_json_schema_spark_cannot_type_is_refused_by_name():
     with pytest.raises(OptionError, match=r"value\.schema.*a JSON Schema Spark can type: .*maps"):
         _options(**{"value.format": "json-schema", "value.schema": json.dumps(
             {"type": "object", "additionalProperties": {"type": "string"}})})
+
+
+def test_keys_are_typed_by_their_own_options_and_say_why_in_key_error():
+    options = _options(**{"key.format": "json-schema", "key.schema": json.dumps(CLICK_JSON),
+                          "value.format": "avro", "value.schema": json.dumps(SCHEMA)})
+    keys, values = options.typed_keys, options.typed_values
+    assert [t.column for t in options.typed] == ["key", "value"]
+    assert (keys.fmt, keys.error_column, values.fmt, values.error_column) == (
+        "json-schema", "keyError", "avro", "valueError")
+    batch = pa.RecordBatch.from_pydict({
+        "key": pa.array([b'{"user": "k"}', b"[]"]),
+        "value": pa.array([_avro({"user": "a", "n": 1}), b"\x01"]),
+        "topic": ["clicks"] * 2, "partition": [0, 0], "offset": [0, 1]})
+    for typed in options.typed:
+        batch = typed.decode_batch(batch)
+    assert batch.schema.names == ["key", "value", "topic", "partition", "offset", "keyError", "valueError"]
+    assert batch.column("key").to_pylist() == [{"user": "k", "n": None}, None]
+    assert batch.column("value").to_pylist() == [{"user": "a", "n": 1}, None]
+    assert batch.column("keyError")[0].as_py() is None and "array" in batch.column("keyError")[1].as_py()
+    assert batch.column("valueError").to_pylist()[0] is None
+
+
+def test_key_options_need_a_key_format_and_name_their_option():
+    with pytest.raises(OptionError, match=r"'key\.schema'.*nothing unless key\.format is avro or json"):
+        _options(**{"key.schema": json.dumps(SCHEMA)})
+    with pytest.raises(OptionError, match=r"'key\.format'.*unless schemaRegistry\.url or key\.schema"):
+        _options(**{"key.format": "avro"})

@@ -129,3 +129,33 @@ def test_a_stream_reads_typed_values(spark, kafka_bootstrap, schema_registry_url
     rows = spark.sql(f"SELECT * FROM {name} ORDER BY offset").collect()
     assert [(r.id, r.channel) for r in rows[:3]] == [(1, "web"), (2, "shop"), (3, "web")]
     assert [r.valueError is None for r in rows] == [True, True, True, False, False, False, True]
+
+
+def test_avro_keys_from_their_own_subject_beside_json_schema_values(
+        spark, kafka_bootstrap, schema_registry_url, kafka_topic):
+    """Keys written by AvroSerializer under ``<topic>-key`` and values by JSONSerializer: each
+    column typed by its own options, ``keyError`` before ``valueError``."""
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+    topic = kafka_topic()
+    client = SchemaRegistryClient({"url": schema_registry_url})
+    key_schema = {"type": "record", "name": "OrderKey", "fields": [{"name": "shop", "type": "string"},
+                                                                   {"name": "id", "type": "long"}]}
+    keys = AvroSerializer(client, json.dumps(key_schema), conf={"auto.register.schemas": True})
+    values = JSONSerializer(json.dumps({"type": "object", "properties": {"total": {"type": "number"}}}),
+                            client, conf={"auto.register.schemas": True})
+    key_ctx = SerializationContext(topic, MessageField.KEY)
+    value_ctx = SerializationContext(topic, MessageField.VALUE)
+    records = [(keys({"shop": "north", "id": 7}, key_ctx), values({"total": 12.5}, value_ctx)),
+               (b"not avro", values({"total": 3}, value_ctx))]
+    now = int(time.time() * 1000)
+    produce(kafka_bootstrap, topic, [(0, k, v, now + i) for i, (k, v) in enumerate(records)])
+    spark.dataSource.register(KafkaDataSource)
+    df = (spark.read.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+          .option("subscribe", topic).option("schemaRegistry.url", schema_registry_url)
+          .option("key.format", "avro").option("value.format", "json-schema").load())
+    assert df.columns[-2:] == ["keyError", "valueError"]
+    rows = df.orderBy("offset").select("key", "value.total", "keyError", "valueError").collect()
+    assert rows[0].key.asDict() == {"shop": "north", "id": 7} and rows[0].total == 12.5
+    assert rows[1].key is None and "not in Confluent's wire format" in rows[1].keyError
+    assert rows[1].total == 3.0 and [r.valueError for r in rows] == [None, None]

@@ -18,6 +18,12 @@ malformed. Per chunk, the strings are checked with a regular expression and cast
 (after cutting fractions to six digits, and appending ``Z`` to the naive values of a chunk
 that mixes naive and zoned ones: chunks that need neither skip those passes).
 
+With typed values (``value.format`` avro or json-schema) the path names a field of the decoded
+value instead (``EventTimeSpec.typed``), checked when the query is planned: a timestamp or date
+field is the event time as it is (a timestamp without zone is taken as UTC; ``eventTime.format``
+does not apply), a number is read by ``eventTime.format`` (``epochMillis``, ``epochSeconds``), a
+string as ``iso8601``. A value that did not decode has no event time.
+
 A record whose field is missing, null or malformed is handled by ``eventTime.onMalformed``:
 ``fail`` (default: the read fails naming topic, partition and offset) or ``null`` (the
 row's ``eventTime`` is null and the record's Kafka timestamp stands in for watermarks, so a
@@ -28,12 +34,14 @@ with ``where(col("eventTime").isNull() & ~col("heartbeat"))``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
+from pyspark.sql import types as T
 
 from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.datasources.malformed import ON_MALFORMED, MalformedEventTimeError, beyond_cutoff, cutoff_text
@@ -41,7 +49,13 @@ from jetspark.errors import OptionError
 from jetspark.options import Options
 from jetspark.schemas.json_values import ndjson
 
+if TYPE_CHECKING:
+    from jetspark.datasources.kafka.typed_values import TypedValues
+
 FORMATS = ("epochMillis", "epochSeconds", "iso8601")
+_EVENT_TIME_TYPES = (T.TimestampType, T.TimestampNTZType, T.DateType, T.ByteType, T.ShortType, T.IntegerType,
+                     T.LongType, T.FloatType, T.DoubleType, T.DecimalType, T.StringType)
+"""The Spark types a typed value's event-time field may have."""
 _TS_US = TIMESTAMP_TYPE
 _ISO_FORM = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}(?::?\d{2})?)?$"
 """The accepted ISO-8601 forms (see the module docstring) with at most six fraction digits;
@@ -58,6 +72,25 @@ class EventTimeSpec:
     path: tuple[str, ...]
     format: str = "epochMillis"
     on_malformed: str = "fail"
+    typed: TypedValues | None = None
+    """The value column's decoder when values are typed: the path is then into the decoded value."""
+
+    def on_typed(self, typed: TypedValues, option: str = "eventTime.field") -> EventTimeSpec:
+        """This spec for the typed values ``typed``: its path must name a field of their reader
+        schema holding a timestamp, date, number or string (an :class:`OptionError` otherwise)."""
+        node: T.DataType = typed.spark
+        for depth, key in enumerate(self.path):
+            names = node.fieldNames() if isinstance(node, T.StructType) else []
+            if key not in names:
+                where = ".".join(self.path[:depth]) or "the value"
+                has = ", ".join(names) or "no fields"
+                raise OptionError(option, ".".join(self.path),
+                                  f"a field of the value's reader schema ({where} has {has})")
+            node = node[key].dataType
+        if not isinstance(node, _EVENT_TIME_TYPES):
+            raise OptionError(option, ".".join(self.path), "a field holding a timestamp, date, number or "
+                              f"string (this one is {node.simpleString()})")
+        return replace(self, typed=typed)
 
     @classmethod
     def parse(cls, opts: Options, *, future_cutoff: bool = False) -> EventTimeSpec | None:
@@ -127,6 +160,8 @@ def extract_us(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
     n = len(values)
     if n == 0:
         return pa.array([], pa.int64())
+    if spec.typed is not None:
+        return _typed_us(spec, values)
     try:
         return _vectorized(spec, values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, _Misaligned):
@@ -158,6 +193,26 @@ def _vectorized(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
     for key in spec.path[1:]:
         leaf = pc.struct_field(leaf, key)
     return spec._to_us(leaf)
+
+
+def _typed_us(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
+    """Event times from the decoded values' field (null where a value did not decode)."""
+    leaf, _errors = spec.typed.decode_values(values, remember=True)
+    for key in spec.path:
+        leaf = pc.struct_field(leaf, key)
+    t = leaf.type
+    if pa.types.is_timestamp(t):
+        return pc.cast(pc.cast(leaf, pa.timestamp("us", tz=t.tz)), pa.int64())
+    if pa.types.is_date(t):
+        return pc.multiply(pc.cast(pc.cast(leaf, pa.date32()), pa.int64()), 86_400_000_000)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        try:
+            return iso8601_to_us(leaf)
+        except pa.ArrowInvalid:  # a string of the form but no such time: one by one
+            one = EventTimeSpec(("t",), "iso8601")
+            return pa.array([None if v is None else _one(one, json.dumps({"t": v}).encode())
+                             for v in leaf.to_pylist()], pa.int64())
+    return spec._to_us(pc.cast(leaf, pa.float64()))
 
 
 def _one(spec: EventTimeSpec, value: bytes | None) -> int | None:

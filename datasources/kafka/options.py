@@ -158,10 +158,9 @@ class KafkaSourceOptions:
         marks = WatermarkOptions.parse(opts)
         typed = TypedValues.parse(opts, subscribed_topics(opts))
         typed_keys = TypedValues.parse(opts, subscribed_topics(opts), "key")
-        if typed is not None and opts.string("eventTime.field") is not None:
-            raise OptionError("eventTime.field", opts.get("eventTime.field"),
-                              f"nothing with value.format={typed.fmt} yet (event time from a typed field is "
-                              "to come; the Kafka timestamp is the event time)")
+        event_time = EventTimeSpec.parse(opts, future_cutoff=marks.max_future_skew_ms is not None)
+        if event_time is not None and typed is not None:  # a field of the decoded value
+            event_time = event_time.on_typed(typed)
         return cls(
             kafka=kafka,
             subscription=subscription,
@@ -181,7 +180,7 @@ class KafkaSourceOptions:
             keep_late=marks.keep_late,
             heartbeats=marks.heartbeats,
             max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
-            event_time=EventTimeSpec.parse(opts, future_cutoff=marks.max_future_skew_ms is not None),
+            event_time=event_time,
             max_future_skew_ms=marks.max_future_skew_ms,
             on_malformed=parse_on_malformed(opts),
             commit_offsets_to_group=commit_to_group,

@@ -39,9 +39,10 @@ def spark_schema(include_headers: bool, event_time: bool = False) -> str:
     return ", ".join([*cols, WATERMARK_DDL, *extra])
 
 
-def typed_spark_schema(include_headers: bool, typed: list) -> T.StructType:
+def typed_spark_schema(include_headers: bool, typed: list, event_time: bool = False) -> T.StructType:
     """The source's Spark schema with the typed columns (:class:`TypedValues`, key first)
-    of their reader schemas' types, and their error columns (``keyError``, ``valueError``) last."""
+    of their reader schemas' types, ``eventTime`` when it comes from a field, and the error
+    columns (``keyError``, ``valueError``) last."""
     types = {t.column: t.spark for t in typed}
     fields = [T.StructField("key", types.get("key", T.BinaryType())),
               T.StructField("value", types.get("value", T.BinaryType())),
@@ -53,6 +54,8 @@ def typed_spark_schema(include_headers: bool, typed: list) -> T.StructType:
         fields.append(T.StructField("headers", T.ArrayType(header)))
     fields += [T.StructField(WATERMARK, T.TimestampType()), T.StructField(HEARTBEAT, T.BooleanType()),
                T.StructField(LATE, T.BooleanType())]
+    if event_time:
+        fields.append(T.StructField("eventTime", T.TimestampType()))
     fields += [T.StructField(t.error_column, T.StringType()) for t in typed]
     return T.StructType(fields)
 

@@ -568,7 +568,8 @@ class KafkaDataSource(DataSource):
                  if opts.string(f"{column}.format", "bytes") != "bytes"]  # the reader schemas decide
         typed = [t for t in typed if t is not None]
         if typed:
-            return typed_spark_schema(opts.boolean("includeHeaders", False), typed)
+            return typed_spark_schema(opts.boolean("includeHeaders", False), typed,
+                                      opts.string("eventTime.field") is not None)
         return spark_schema(opts.boolean("includeHeaders", False), opts.string("eventTime.field") is not None)
 
     def streamReader(self, schema) -> DataSourceStreamReader:

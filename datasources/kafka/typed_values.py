@@ -153,9 +153,20 @@ class TypedValues:
             pa.field(self.error_column, pa.string()))
         return pa.RecordBatch.from_arrays(columns, schema=schema)
 
-    def decode_values(self, values: pa.Array) -> tuple[pa.Array, pa.Array]:
+    def decode_values(self, values: pa.Array, *, remember: bool = False) -> tuple[pa.Array, pa.Array]:
         """Each value decoded (null where it is null or did not decode) and why not (null where
-        it decoded, or was null)."""
+        it decoded, or was null). ``remember``: keep the result for the next call with the same
+        column (the event time is read from a chunk's values before its batch is decoded)."""
+        key = (_identity(values), self)
+        last = getattr(_LAST, "entry", None)
+        if last is not None and last[0] == key:
+            _LAST.entry = None
+            return last[1]
+        result = self._decode_values(values)
+        _LAST.entry = (key, result, values) if remember else None  # values kept: their buffers stay theirs
+        return result
+
+    def _decode_values(self, values: pa.Array) -> tuple[pa.Array, pa.Array]:
         values = values.cast(pa.binary()) if values.type != pa.binary() else values
         n = len(values)
         out_type = _arrow(self.spark)
@@ -229,6 +240,16 @@ class TypedValues:
             return _program(writer.text, self.reader_text)
         except AvroSchemaError as e:
             raise _Unusable(f"schema id {schema_id} does not resolve to the reader's schema: {e}") from None
+
+
+_LAST = threading.local()
+"""The last remembered decoding of this thread: (key, result, the values it was of)."""
+
+
+def _identity(values: pa.Array) -> tuple:
+    """What tells one column from another while both are alive: its buffers' addresses."""
+    return (tuple(0 if b is None else b.address for b in values.buffers()), values.offset, len(values),
+            values.type)
 
 
 class _Reasons:

@@ -115,3 +115,44 @@ def test_key_options_need_a_key_format_and_name_their_option():
         _options(**{"key.schema": json.dumps(SCHEMA)})
     with pytest.raises(OptionError, match=r"'key\.format'.*unless schemaRegistry\.url or key\.schema"):
         _options(**{"key.format": "avro"})
+
+
+EVENT = {"type": "record", "name": "Seen", "fields": [
+    {"name": "meta", "type": {"type": "record", "name": "Meta", "fields": [
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "secs", "type": "double"}, {"name": "text", "type": "string"},
+        {"name": "flag", "type": "boolean"}]}}]}
+
+
+def _seen(at_ms: int, secs: float, text: str) -> bytes:
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, fastavro.parse_schema(EVENT),
+                               {"meta": {"at": at_ms, "secs": secs, "text": text, "flag": True}})
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(("field", "fmt", "expected_us"), [
+    ("meta.at", None, 1_767_225_600_123_000),          # a timestamp is the event time as it is
+    ("meta.secs", "epochSeconds", 1_767_225_601_500_000),
+    ("meta.text", "iso8601", 1_767_225_602_000_000),
+])
+def test_event_time_from_a_typed_field(field, fmt, expected_us):
+    from jetspark.datasources.kafka.event_time import extract_us
+
+    extra = {"eventTime.field": field, **({"eventTime.format": fmt} if fmt else {})}
+    options = _options(**{"value.format": "avro", "value.schema": json.dumps(EVENT), **extra})
+    values = pa.array([_seen(1_767_225_600_123, 1_767_225_601.5, "2026-01-01T00:00:02Z"), b"\x02", None])
+    assert extract_us(options.event_time, values).to_pylist() == [expected_us, None, None]
+    # the batch decoded after the event time takes the remembered decoding of the same column
+    typed = options.typed_values
+    assert typed.decode_values(values)[0].to_pylist()[0]["meta"]["text"] == "2026-01-01T00:00:02Z"
+
+
+@pytest.mark.parametrize(("field", "says"), [
+    ("meta.gone", r"'eventTime\.field'.*meta has at, secs, text, flag"),
+    ("meta.flag", r"a field holding a timestamp, date, number or string \(this one is boolean\)"),
+    ("meta.at.x", r"meta\.at has no fields"),
+])
+def test_an_event_time_field_the_reader_schema_cannot_give_is_refused(field, says):
+    with pytest.raises(OptionError, match=says):
+        _options(**{"value.format": "avro", "value.schema": json.dumps(EVENT), "eventTime.field": field})

@@ -159,3 +159,24 @@ def test_avro_keys_from_their_own_subject_beside_json_schema_values(
     assert rows[0].key.asDict() == {"shop": "north", "id": 7} and rows[0].total == 12.5
     assert rows[1].key is None and "not in Confluent's wire format" in rows[1].keyError
     assert rows[1].total == 3.0 and [r.valueError for r in rows] == [None, None]
+
+
+def test_event_time_from_a_typed_field(spark, kafka_bootstrap, schema_registry_url, orders, tmp_path):
+    """``eventTime.field`` names the reader schema's timestamp-millis field: the eventTime
+    column holds it, a value that did not decode has none (onMalformed=null), and the
+    stream's watermark follows the field, not the Kafka timestamps (which are now)."""
+    spark.dataSource.register(KafkaDataSource)
+    stream = (spark.readStream.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+              .option("subscribe", orders).option("startingOffsets", "earliest")
+              .option("value.format", "avro").option("schemaRegistry.url", schema_registry_url)
+              .option("eventTime.field", "placed").option("eventTime.onMalformed", "null").load())
+    assert stream.columns[-2:] == ["eventTime", "valueError"]
+    name = f"avro_et_{uuid.uuid4().hex[:8]}"
+    query = (stream.where("NOT heartbeat").select("offset", "eventTime", "value.placed", "watermark")
+             .writeStream.format("memory").queryName(name)
+             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = spark.sql(f"SELECT * FROM {name} ORDER BY offset").collect()
+    placed = PLACED.replace(tzinfo=None)
+    assert [r.eventTime for r in rows] == [placed] * 3 + [None] * 4
+    assert all(r.eventTime == r.placed for r in rows[:3])

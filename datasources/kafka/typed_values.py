@@ -51,12 +51,20 @@ from jetspark.schemas.subjects import STRATEGIES, subject_name
 COLUMNS = ("key", "value")
 """The columns that can be typed, in the order their error columns follow the others."""
 FORMATS = ("bytes", "avro", "json-schema")
-_REGISTRY_TYPE = {"avro": "AVRO", "json-schema": "JSON"}
-"""The registry's schemaType of each format's schemas."""
-_NAME = {"avro": "Avro", "json-schema": "JSON Schema"}
+
+
+@dataclass(frozen=True)
+class _Format:
+    registry_type: str
+    """The registry's schemaType of the format's schemas."""
+    name: str
+    a_schema: str
+
+
+_FORMATS = {"avro": _Format("AVRO", "Avro", "an Avro schema"),
+            "json-schema": _Format("JSON", "JSON Schema", "a JSON Schema")}
 _FORMAT_OF = {"AVRO": "avro", "JSON": "json-schema", "PROTOBUF": "protobuf"}
 """The ``value.format`` that reads a registry schemaType's schemas."""
-_A_SCHEMA = {"avro": "an Avro schema", "json-schema": "a JSON Schema"}
 ON_MALFORMED = ("null", "fail")
 _SUFFIXES = ("format", "schema", "schema.version", "subject", "subject.strategy", "subject.record",
              "onMalformed")
@@ -115,7 +123,7 @@ class TypedValues:
                               f"bytes, unless schemaRegistry.url or {column}.schema is given")
         else:
             reader = RegistryClient(registry).version(_subject(opts, topics, column), _version(opts, column))
-            if reader.schema_type != _REGISTRY_TYPE[fmt]:
+            if reader.schema_type != _FORMATS[fmt].registry_type:
                 wanted = _FORMAT_OF.get(reader.schema_type, reader.schema_type.lower())
                 raise OptionError(f"{column}.format", fmt, f"{wanted} (the subject {reader.subject!r} "
                                   f"holds a schema of type {reader.schema_type})")
@@ -128,7 +136,7 @@ class TypedValues:
                 data_type = json_schema_types.spark_type(reader_text)
         except (AvroSchemaError, json_schema_types.JsonSchemaError) as e:
             raise OptionError(f"{column}.schema", reader_text[:200],
-                              f"{_A_SCHEMA[fmt]} Spark can type: {e}") from None
+                              f"{_FORMATS[fmt].a_schema} Spark can type: {e}") from None
         return cls(reader_text, registry, on_malformed, reader_id, data_type, fmt, column)
 
     # -- reading ---------------------------------------------------------------------------------
@@ -230,8 +238,9 @@ class TypedValues:
             if e.status == 404:
                 raise _Unusable(f"schema id {schema_id} is not in the Schema Registry") from None
             raise  # the registry is down or refuses us: the task fails and is retried
-        if writer.schema_type != _REGISTRY_TYPE[self.fmt]:
-            raise _Unusable(f"schema id {schema_id} is of type {writer.schema_type}, not {_NAME[self.fmt]}")
+        wanted = _FORMATS[self.fmt]
+        if writer.schema_type != wanted.registry_type:
+            raise _Unusable(f"schema id {schema_id} is of type {writer.schema_type}, not {wanted.name}")
         return writer
 
     def _writer_program(self, client: RegistryClient, schema_id: int) -> Program:

@@ -93,6 +93,10 @@ def test_redaction_hides_passwords():
 
 
 def test_endpoints_round_trip_through_environment(monkeypatch):
+    from jetspark.devtools.services.endpoints import ENV_VARS
+
+    for key in ENV_VARS.values():  # the shell's own (a registry, a Spark master) are not these
+        monkeypatch.delenv(key, raising=False)
     e = Endpoints("127.0.0.1:9092", "postgresql://u@h/db", "amqp://h")
     for key, value in e.as_env().items():
         monkeypatch.setenv(key, value)

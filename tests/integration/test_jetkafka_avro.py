@@ -180,3 +180,63 @@ def test_event_time_from_a_typed_field(spark, kafka_bootstrap, schema_registry_u
     placed = PLACED.replace(tzinfo=None)
     assert [r.eventTime for r in rows] == [placed] * 3 + [None] * 4
     assert all(r.eventTime == r.placed for r in rows[:3])
+
+
+def test_a_registry_down_during_a_query_fails_it_naming_the_registry_and_a_restart_goes_on(
+        spark, kafka_bootstrap, schema_registry_url, kafka_topic, tmp_path):
+    """The registry through a proxy that stops answering after batch 0: batch 1 carries a
+    writer version no worker has seen, so its task must ask, waits ``schemaRegistry.timeout``
+    and fails the query with an error that names the registry and the option (never a
+    malformed row). With the registry back, the query restarted on its checkpoint reads batch 1:
+    every record once over the two runs (a file sink, exactly once). Down at start: planning
+    fails the same way."""
+    from urllib.parse import urlsplit
+
+    from tests.tcp_proxy import TcpProxy
+
+    topic = kafka_topic()
+    parts = urlsplit(schema_registry_url)
+    proxy = TcpProxy(parts.hostname, parts.port)
+    via_proxy = schema_registry_url.replace(f":{parts.port}", f":{proxy.port}", 1)
+    line = {"sku": "a", "qty": 1}
+
+    def produce_orders(schema: dict, ids: range, **extra) -> None:
+        now = int(time.time() * 1000)
+        produce(kafka_bootstrap, topic, [
+            (0, None, _serialized(schema_registry_url, topic, schema, {
+                "id": i, "customer": "c", "placed": PLACED, "lines": [line], **extra}), now + i)
+            for i in ids])
+
+    def start():
+        spark.dataSource.register(KafkaDataSource)
+        stream = (spark.readStream.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+                  .option("subscribe", topic).option("startingOffsets", "earliest")
+                  .option("value.format", "avro").option("schemaRegistry.url", via_proxy)
+                  .option("schemaRegistry.timeout", "2s").load())
+        return (stream.where("NOT heartbeat").select("value.id", "valueError").writeStream.format("parquet")
+                .option("path", str(tmp_path / "out")).option("checkpointLocation", str(tmp_path / "cp"))
+                .start())
+
+    try:
+        produce_orders(V1, range(0, 5), legacy="x")
+        query = start()
+        query.processAllAvailable()
+        proxy.stall_connects()
+        produce_orders(V2, range(5, 10), channel="web", note=None)  # a new schema id
+        with pytest.raises(Exception) as caught:
+            query.processAllAvailable()
+        text = str(caught.value)
+        assert "cannot reach the Schema Registry (schemaRegistry.url)" in text
+        assert "schemaRegistry.timeout" in text
+        query.stop()
+        with pytest.raises(Exception, match=r"cannot reach the Schema Registry"):
+            start()  # down at start: the plan asks for the latest version
+        proxy.heal()
+        query = start()
+        query.processAllAvailable()
+        query.stop()
+        rows = spark.read.parquet(str(tmp_path / "out")).collect()  # the sink's log: committed files only
+        assert sorted(r.id for r in rows) == list(range(10))
+        assert all(r.valueError is None for r in rows)
+    finally:
+        proxy.close()

@@ -20,7 +20,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from jetspark.datasources.kafka.source import KafkaDataSource
 from jetspark.errors import is_jetspark_error
-from tests.integration.scripts.jetkafka_common import produce
+from tests.integration.scripts.jetkafka_common import produce, produce_values, read_typed, stream_rows
 
 pytestmark = pytest.mark.integration
 
@@ -58,16 +58,12 @@ def orders(schema_registry_url, kafka_bootstrap, kafka_topic):
         "id": 3, "customer": "cy", "placed": PLACED, "lines": [line, line], "channel": "web", "note": None})
     unknown_id = b"\x00" + struct.pack(">I", 999_999) + second[5:]
     values = [first, second, third, b"plain text", unknown_id, third[:-3], None]
-    now = int(time.time() * 1000)  # recent: older records would be deleted by the topic's retention
-    produce(kafka_bootstrap, topic, [(0, None, v, now + i) for i, v in enumerate(values)])
+    produce_values(kafka_bootstrap, topic, values)
     return topic
 
 
 def _read(spark, bootstrap: str, topic: str, registry: str, **extra: str):
-    spark.dataSource.register(KafkaDataSource)
-    return (spark.read.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", topic).option("value.format", "avro")
-            .option("schemaRegistry.url", registry).options(**extra).load())
+    return read_typed(spark, bootstrap, topic, registry, "avro", **extra)
 
 
 def test_values_of_two_writer_versions_and_each_malformed_kind(
@@ -117,16 +113,9 @@ def test_an_unknown_subject_fails_the_plan_naming_it(spark, kafka_bootstrap, sch
 
 def test_a_stream_reads_typed_values(spark, kafka_bootstrap, schema_registry_url, orders, tmp_path):
     """The streaming reader plans with the same reader schema and decodes in its tasks."""
-    spark.dataSource.register(KafkaDataSource)
-    stream = (spark.readStream.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
-              .option("subscribe", orders).option("startingOffsets", "earliest")
-              .option("value.format", "avro").option("schemaRegistry.url", schema_registry_url).load())
-    name = f"avro_{uuid.uuid4().hex[:8]}"
-    query = (stream.select("offset", "value.id", "value.channel", "valueError").writeStream
-             .format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    rows = spark.sql(f"SELECT * FROM {name} ORDER BY offset").collect()
+    stream = read_typed(spark, kafka_bootstrap, orders, schema_registry_url, "avro", stream=True)
+    rows = stream_rows(spark, stream.select("offset", "value.id", "value.channel", "valueError"),
+                       str(tmp_path / "cp"))
     assert [(r.id, r.channel) for r in rows[:3]] == [(1, "web"), (2, "shop"), (3, "web")]
     assert [r.valueError is None for r in rows] == [True, True, True, False, False, False, True]
 
@@ -163,20 +152,12 @@ def test_avro_keys_from_their_own_subject_beside_json_schema_values(
 
 def test_event_time_from_a_typed_field(spark, kafka_bootstrap, schema_registry_url, orders, tmp_path):
     """``eventTime.field`` names the reader schema's timestamp-millis field: the eventTime
-    column holds it, a value that did not decode has none (onMalformed=null), and the
-    stream's watermark follows the field, not the Kafka timestamps (which are now)."""
-    spark.dataSource.register(KafkaDataSource)
-    stream = (spark.readStream.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
-              .option("subscribe", orders).option("startingOffsets", "earliest")
-              .option("value.format", "avro").option("schemaRegistry.url", schema_registry_url)
-              .option("eventTime.field", "placed").option("eventTime.onMalformed", "null").load())
+    column holds it, and a value that did not decode has none (onMalformed=null)."""
+    stream = read_typed(spark, kafka_bootstrap, orders, schema_registry_url, "avro", stream=True,
+                        **{"eventTime.field": "placed", "eventTime.onMalformed": "null"})
     assert stream.columns[-2:] == ["eventTime", "valueError"]
-    name = f"avro_et_{uuid.uuid4().hex[:8]}"
-    query = (stream.where("NOT heartbeat").select("offset", "eventTime", "value.placed", "watermark")
-             .writeStream.format("memory").queryName(name)
-             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
-    query.awaitTermination()
-    rows = spark.sql(f"SELECT * FROM {name} ORDER BY offset").collect()
+    rows = stream_rows(spark, stream.where("NOT heartbeat").select("offset", "eventTime", "value.placed"),
+                       str(tmp_path / "cp"))
     placed = PLACED.replace(tzinfo=None)
     assert [r.eventTime for r in rows] == [placed] * 3 + [None] * 4
     assert all(r.eventTime == r.placed for r in rows[:3])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 import uuid
 from datetime import datetime
 
@@ -19,9 +18,8 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from jetspark.datasources.kafka.source import KafkaDataSource
 from jetspark.errors import is_jetspark_error
-from tests.integration.scripts.jetkafka_common import produce
+from tests.integration.scripts.jetkafka_common import produce_values, read_typed, stream_rows
 
 pytestmark = pytest.mark.integration
 
@@ -61,16 +59,12 @@ def orders(schema_registry_url, kafka_bootstrap, kafka_topic):
     avro_id = avro({"a": 1}, SerializationContext(f"{topic}-other", MessageField.VALUE))
     wrong_type = second[:5] + b'{"id": "two"}'
     values = [first, second, third, b"plain text", unknown_id, avro_id, wrong_type, third[:-3], None]
-    now = int(time.time() * 1000)  # recent: older records would be deleted by the topic's retention
-    produce(kafka_bootstrap, topic, [(0, None, v, now + i) for i, v in enumerate(values)])
+    produce_values(kafka_bootstrap, topic, values)
     return topic
 
 
 def _read(spark, bootstrap: str, topic: str, registry: str, **extra: str):
-    spark.dataSource.register(KafkaDataSource)
-    return (spark.read.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", topic).option("value.format", "json-schema")
-            .option("schemaRegistry.url", registry).options(**extra).load())
+    return read_typed(spark, bootstrap, topic, registry, "json-schema", **extra)
 
 
 def test_documents_of_two_writer_versions_and_each_malformed_kind(
@@ -122,15 +116,8 @@ def test_a_subject_holding_another_format_is_refused_when_planned(
 
 
 def test_a_stream_reads_typed_documents(spark, kafka_bootstrap, schema_registry_url, orders, tmp_path):
-    spark.dataSource.register(KafkaDataSource)
-    stream = (spark.readStream.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
-              .option("subscribe", orders).option("startingOffsets", "earliest")
-              .option("value.format", "json-schema").option("schemaRegistry.url", schema_registry_url).load())
-    name = f"json_{uuid.uuid4().hex[:8]}"
-    query = (stream.select("offset", "value.id", "value.note", "valueError").writeStream
-             .format("memory").queryName(name).option("checkpointLocation", str(tmp_path / "cp"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    rows = spark.sql(f"SELECT * FROM {name} ORDER BY offset").collect()
+    stream = read_typed(spark, kafka_bootstrap, orders, schema_registry_url, "json-schema", stream=True)
+    rows = stream_rows(spark, stream.select("offset", "value.id", "value.note", "valueError"),
+                       str(tmp_path / "cp"))
     assert [(r.id, r.note) for r in rows[:3]] == [(1, None), (2, "gift"), (3, None)]
     assert [r.valueError is None for r in rows] == [True] * 3 + [False] * 5 + [True]

@@ -61,3 +61,36 @@ def numbered(partition: int, start: int, count: int, *, ts0: int = BASE_TS, step
     """``count`` records for ``partition`` with keys ``{tag}{partition}-{i}`` and rising event times."""
     return [(partition, f"{tag}{partition}-{i}".encode(), f"v{i}".encode(), ts0 + i * step_ms)
             for i in range(start, start + count)]
+
+
+def produce_values(bootstrap: str, topic: str, values: Sequence[bytes | None]) -> None:
+    """``values`` to partition 0, in order, stamped now (older records would be deleted by the
+    topic's retention)."""
+    now = int(time.time() * 1000)
+    produce(bootstrap, topic, [(0, None, v, now + i) for i, v in enumerate(values)])
+
+
+def read_typed(spark, bootstrap: str, topic: str, registry: str, fmt: str, *, stream: bool = False,
+               **extra: str):
+    """A read of ``topic`` (a stream from the earliest offsets when ``stream``) with
+    ``value.format=fmt`` from the registry, and ``extra`` options."""
+    from jetspark.datasources.kafka.source import KafkaDataSource
+
+    spark.dataSource.register(KafkaDataSource)
+    reader = spark.readStream.option("startingOffsets", "earliest") if stream else spark.read
+    return (reader.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).option("value.format", fmt)
+            .option("schemaRegistry.url", registry).options(**extra).load())
+
+
+def stream_rows(spark, stream, checkpoint: str) -> list:
+    """Every row ``stream`` has now (a memory sink, ``availableNow``), in offset order when it
+    has an ``offset`` column."""
+    import uuid
+
+    name = f"rows_{uuid.uuid4().hex[:8]}"
+    query = (stream.writeStream.format("memory").queryName(name).option("checkpointLocation", checkpoint)
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = spark.sql(f"SELECT * FROM {name}")
+    return (rows.orderBy("offset") if "offset" in rows.columns else rows).collect()

@@ -209,10 +209,19 @@ def _typed_us(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
         try:
             return iso8601_to_us(leaf)
         except pa.ArrowInvalid:  # a string of the form but no such time: one by one
-            one = EventTimeSpec(("t",), "iso8601")
-            return pa.array([None if v is None else _one(one, json.dumps({"t": v}).encode())
-                             for v in leaf.to_pylist()], pa.int64())
+            return pa.array([_iso8601_one(v) for v in leaf.to_pylist()], pa.int64())
     return spec._to_us(pc.cast(leaf, pa.float64()))
+
+
+def _iso8601_one(text: object) -> int | None:
+    """Epoch µs of one ISO-8601 string; None when it is not a string of an accepted form, or
+    names no such time."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return iso8601_to_us(pa.array([text], pa.string())).to_pylist()[0]
+    except pa.ArrowInvalid:
+        return None
 
 
 def _one(spec: EventTimeSpec, value: bytes | None) -> int | None:
@@ -222,9 +231,7 @@ def _one(spec: EventTimeSpec, value: bytes | None) -> int | None:
         for key in spec.path:
             node = node.get(key) if isinstance(node, dict) else None
         if spec.format == "iso8601":
-            if not isinstance(node, str):
-                return None
-            return spec._to_us(pa.array([node], pa.string())).to_pylist()[0]
+            return _iso8601_one(node)
         if isinstance(node, bool) or not isinstance(node, int | float):
             return None
         return int(spec._to_us(pa.array([float(node)])).to_pylist()[0])

@@ -75,6 +75,11 @@ def _canonical(value: object) -> object:
     return value
 
 
+#: :func:`pair_groups` first checks whether the pairs are distinct by counting them in an
+#: array of at most this many slots per row (the pairs' code range).
+DISTINCT_CHECK_SLOTS_PER_ROW = 8
+
+
 def pair_groups(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
     """Dense group ids for the pairs (a[i], b[i]) of int64 arrays, the group count and the
     index of each group's first row (ids are numbered in order of first appearance)."""
@@ -85,6 +90,15 @@ def pair_groups(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int, np.ndarr
     amax = int(a.max())
     if (amax + 1) * span < 2**62:
         combined = a * span + (b - bmin)
+        # already one row per pair (e.g. cells Spark aggregated): one counting pass instead
+        # of a hash table; ids in order of first appearance are then the row numbers
+        if (
+            (amax + 1) * span <= DISTINCT_CHECK_SLOTS_PER_ROW * len(a)
+            and int(a.min()) >= 0
+            and np.bincount(combined).max() == 1
+        ):
+            rows = np.arange(len(a), dtype=np.int64)
+            return rows, len(a), rows
     else:
         bc, _ = pd.factorize(b)
         combined = a * (int(bc.max()) + 1) + bc

@@ -170,17 +170,20 @@ def _window_accs(
     e = i + k - 1
     out = []
     seg_flags = None
-    done: dict[tuple[int, str], np.ndarray] = {}  # shared columns are scanned once
+    done: list[tuple[np.ufunc, np.ndarray, np.ndarray]] = []  # equal columns are scanned once
     for op, acc in zip(ops, accs, strict=True):
         if op.ufuncs is not None:
             deducts = use_deduct and op.has_deduct
             res = []
             for f, (uf, col) in enumerate(zip(op.ufuncs, acc, strict=True)):
-                key = (id(col), uf.__name__)  # same window values with or without deduct
-                if key not in done:
+                # same window values with or without deduct; e.g. count() and a sum's count
+                # of a column without nulls hold the same numbers
+                same = next((w for u, c, w in done if u is uf and _same_column(c, col)), None)
+                if same is None:
                     identity = op.create(1)[f][0]
-                    done[key] = _ufunc_windows(uf, col, identity, grid.pos, grid.total, i, k, deducts)
-                res.append(done[key])
+                    same = _ufunc_windows(uf, col, identity, grid.pos, grid.total, i, k, deducts)
+                    done.append((uf, col, same))
+                res.append(same)
             out.append(tuple(res))
             continue
         cells = op.create(grid.total)
@@ -198,6 +201,10 @@ def _window_accs(
             hi = take(pre, e)
             out.append(select(i % k == 0, hi, op.combine(take(suf, i), hi)))
     return out
+
+
+def _same_column(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (a.dtype == b.dtype and a.shape == b.shape and bool(np.array_equal(a, b)))
 
 
 def _exact(op: AggregateOperation) -> bool:
@@ -237,8 +244,8 @@ def _ufunc_windows(
     pre = uf.accumulate(grid.reshape(nb, k), axis=1).ravel()
     # suffix scans inside blocks: prefix scans of the reversed grid (blocks stay aligned)
     suf = uf.accumulate(grid[::-1].reshape(nb, k), axis=1).ravel()[::-1]
-    hi = pre[i + (k - 1)]
-    lo = suf[i]
-    if uf in (np.maximum, np.minimum, np.fmax, np.fmin):  # idempotent: uf(x, x) == x
-        return uf(lo, hi)
-    return np.where(i % k == 0, hi, uf(lo, hi))
+    if uf not in (np.maximum, np.minimum, np.fmax, np.fmin):  # not idempotent: uf(x, x) != x
+        # a window starting a block is the block's prefix alone: only such windows read a
+        # block's first suffix, so that one becomes the identity (no modulo per window)
+        suf[::k] = identity
+    return uf(suf[i], pre[i + (k - 1)])

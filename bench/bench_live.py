@@ -11,6 +11,9 @@ the last one ends), a 1-second watermark lag and the RocksDB state store:
 * ``jetspark-native`` (only when named in ``--contenders``): the same with
   ``engine="native"``: tumbling windows on Spark's streaming aggregation (other cases
   fail: only tumbling ones have that form);
+* ``jetspark-tws`` (only when named in ``--contenders``): ``jetspark`` on
+  ``transformWithStateInPandas`` (the default with early results; without them
+  ``window_aggregate`` runs on ``applyInPandasWithState``);
 * ``floor`` (only when named in ``--contenders``): ``jetspark`` with the window work taken
   out (see :func:`floor_query`): its micro-batch is what Spark's Python state API and
   Python data sources cost with these settings, the part of ``jetspark``'s micro-batch
@@ -45,8 +48,7 @@ first final window in the table, and the latency of the windows that end in the 
 ``--state-store`` chooses the state store for every contender alike: ``rocksdb`` (Spark's
 RocksDB provider, without changelog checkpointing: Spark 4.3's default),
 ``rocksdb-changelog`` (with it) or ``hdfs`` (Spark's default HDFS-backed provider;
-``transformWithStateInPandas`` cannot use it: run jetspark with ``--state-api
-applyInPandasWithState``).
+``transformWithStateInPandas`` cannot use it, so ``jetspark-tws`` and ``floor`` need another).
 
 Cases (``--cases``, comma-separated names): ``tumbling-1s``, ``sliding-4s-1s``,
 ``sliding-60s-1s`` (at ``--keys``), ``sliding-60s-1s-20k`` (20,000 keys), and
@@ -236,6 +238,12 @@ def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
     return windows.writeStream.outputMode(mode).foreachBatch(append).option("checkpointLocation", ck).start()
 
 
+def jetspark_tws_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
+    """``jetspark`` on ``state_api="transformWithStateInPandas"``, whatever ``--state-api`` says."""
+    return jetspark_query(spark, bootstrap, topic, case, dsn, table, ck,
+                          argparse.Namespace(**{**vars(args), "state_api": "transformWithStateInPandas"}))
+
+
 def jetspark_native_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
     return jetspark_query(spark, bootstrap, topic, case, dsn, table, ck, args, engine="native")
 
@@ -292,6 +300,7 @@ def floor_noop_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, ta
 
 
 STARTERS = {"jetspark": jetspark_query, "spark": spark_query, "jetspark-native": jetspark_native_query,
+            "jetspark-tws": jetspark_tws_query,
             "floor": floor_query, "floor-noop": floor_noop_query}
 DURATION_KEYS = ("triggerExecution", "latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",
                  "commitOffsets")
@@ -318,6 +327,7 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
     producer.start()
     started = time.time()
     query = STARTERS[contender](spark, bootstrap, topic, case, dsn, table, str(workdir / f"ck-{table}"), args)
+    start_call_s = time.time() - started  # building the query and start(): before micro-batch 0
     try:
         while time.time() - started < run_seconds(case, args):
             if query.exception() is not None:
@@ -347,7 +357,16 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
             "state_ms": _state(steady), "rows_per_batch": _median([p["numInputRows"] for p in steady]),
             "attribution_ms": {k: _median([b.get(k, 0.0) for b in per_batch])
                                for k in sorted({k for b in per_batch for k in b})},
-            "startup": startup}
+            "startup": startup | {
+                "start_call_s": start_call_s,
+                "first_batches": [_first_batch(p, started) for p in query.recentProgress[:3]]}}
+
+
+def _first_batch(progress: dict, started: float) -> dict[str, float]:
+    """A start-up micro-batch: when it began (s after the start) and where its time went (ms)."""
+    return {"batch": progress["batchId"], "at_s": _epoch(progress["timestamp"]) - started,
+            "rows": progress["numInputRows"],
+            **{k: float(progress["durationMs"].get(k, 0)) for k in DURATION_KEYS}}
 
 
 def _startup(dsn: str, table: str, started: float) -> dict[str, float]:
@@ -405,7 +424,7 @@ def main() -> None:
     p.add_argument("--shuffle-partitions", default="4",
                    help="N, or 'default': left unset (Spark's 200; window_aggregate then chooses)")
     p.add_argument("--contenders", default=",".join(CONTENDERS))
-    p.add_argument("--state-api", default="transformWithStateInPandas", help="window_aggregate's state_api")
+    p.add_argument("--state-api", default=None, help="window_aggregate's state_api (default: its own choice)")
     p.add_argument("--state-store", choices=sorted(STATE_STORES), default="rocksdb",
                    help="the state store of every contender")
     p.add_argument("--buckets", type=int, default=None, help="window_aggregate's buckets")
@@ -452,6 +471,10 @@ def main() -> None:
                           f" | batch {r['batch_ms']:.0f} ms "
                           f"({r['batches']} batches, {r['rows_per_batch']:.0f} rows) | "
                           f"{json.dumps(r['breakdown_ms'])} state {json.dumps(r['state_ms'])}", flush=True)
+                    print(f"{'':20s} start-up: start() {up['start_call_s']:.1f} s; " + "; ".join(
+                        f"batch {b['batch']} at {b['at_s']:.1f} s: {b['triggerExecution']:.0f} ms "
+                        f"(planning {b['queryPlanning']:.0f}, addBatch {b['addBatch']:.0f}, {b['rows']} rows)"
+                        for b in up["first_batches"]), flush=True)
         summary = (_early_summary(results, chosen, contenders) if args.early_results
                    else _summary(results, chosen, contenders))
     finally:

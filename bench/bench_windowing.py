@@ -25,8 +25,8 @@ The load average is printed with every figure.
     same watermark. Every stateful micro-batch pays at least this (compared per
     micro-batch).
 * ``jetspark``: ``window_aggregate(…)``; not run by default: ``jetspark-python`` (batch,
-  ``engine="python"``: stage 1 in Python, no Spark-computed cells) and ``jetspark-aipws``
-  (streaming on ``applyInPandasWithState``).
+  ``engine="python"``: stage 1 in Python, no Spark-computed cells) and ``jetspark-tws``
+  (streaming on ``transformWithStateInPandas``; ``jetspark`` runs on ``applyInPandasWithState``).
 
 Where jetspark's time goes, batch (``--breakdown``, on by default): the query cut after
 each stage (``window_aggregate_stages``: input handed over, shuffle, stage 1, the cells
@@ -146,7 +146,7 @@ def spark_frames(spark, df, ratio: int):
 BUCKETS = 16  # window_aggregate's default; --buckets
 
 
-def jetspark(df, ratio: int, state_api: str = "transformWithStateInPandas", engine: str = "auto"):
+def jetspark(df, ratio: int, state_api: str | None = None, engine: str = "auto"):
     from jetspark.windowing import ops, sliding, window_aggregate
 
     return window_aggregate(
@@ -262,7 +262,7 @@ def run_stream(spark, data: Path, contender: str, ratio: int, schema, fpt: int) 
     elif contender == "spark-floor":
         q = spark_floor(src.withWatermark("ts", f"{LAG_S} seconds"))
     else:
-        api = "applyInPandasWithState" if contender == "jetspark-aipws" else "transformWithStateInPandas"
+        api = "transformWithStateInPandas" if contender == "jetspark-tws" else None
         q = jetspark(src.withWatermark("watermark", "0 seconds"), ratio, api)
     ckpt = tempfile.mkdtemp(prefix="bench-ckpt-")
     try:
@@ -303,7 +303,7 @@ def check_equal(spark, data: Path, ratio: int) -> None:
     from pyspark.sql import functions as F
 
     df = spark.read.parquet(str(data))
-    a = jetspark(df.drop("watermark"), ratio, "transformWithStateInPandas")
+    a = jetspark(df.drop("watermark"), ratio)
     b = spark_window(df, ratio)
     ca = a.agg(F.count("*"), F.sum("n"), F.sum("total"), F.sum("peak")).first()
     cb = b.agg(F.count("*"), F.sum("n"), F.sum("total"), F.sum("peak")).first()
@@ -329,8 +329,8 @@ def main() -> None:
     ap.add_argument(
         "--contenders",
         default="spark-window,spark-frames,spark-floor,jetspark",
-        help="spark-frames runs in batch only; also: jetspark-aipws "
-        "(streaming on applyInPandasWithState), jetspark-python (batch, engine='python': stage 1 in Python)",
+        help="spark-frames runs in batch only; also: jetspark-tws (streaming on "
+        "transformWithStateInPandas), jetspark-python (batch, engine='python': stage 1 in Python)",
     )
     ap.add_argument("--buckets", type=int, default=16, help="jetspark's state buckets (streaming)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the per-stage breakdown (batch)")
@@ -366,7 +366,7 @@ def main() -> None:
                 check_equal(spark, data, ratio)
             runs = [(m, fpt) for m in modes for fpt in ([None] if m == "batch" else splits)]
             for mode, fpt in runs:
-                skip = {"jetspark-aipws"} if mode == "batch" else {"spark-frames", "jetspark-python"}
+                skip = {"jetspark-tws"} if mode == "batch" else {"spark-frames", "jetspark-python"}
                 names = [c for c in contenders if c not in skip]
                 label = mode if fpt is None else f"{mode} {HOURS // fpt}×{fpt}h"
                 got: dict[str, list[dict]] = {c: [] for c in names}

@@ -74,7 +74,9 @@ from jetspark.windowing.stateful import STATE_DDL, pandas_with_state_function, s
 from jetspark.worker_python import warn_if_workers_lack_jetspark
 
 _DELAY_KEY = WATERMARK_DELAY_KEY
-STATE_APIS = ("transformWithStateInPandas", "applyInPandasWithState")  # default first
+#: Spark's state APIs a streaming window runs on; the first is the default without early
+#: results, the second the default with them (see :func:`chosen_state_api`).
+STATE_APIS = ("applyInPandasWithState", "transformWithStateInPandas")
 ENGINES = ("auto", "python", "native")  # default first
 #: Name of the observed metric counting rows with a null event time (streaming).
 NULL_TIME_METRIC = "jetspark_null_event_time"
@@ -94,7 +96,7 @@ def window_aggregate(
     *,
     deduct: bool = True,
     buckets: int = DEFAULT_BUCKETS,
-    state_api: str = STATE_APIS[0],
+    state_api: str | None = None,
     engine: str = "auto",
     observation: Observation | str | None = None,
     early_results: Duration | None = None,
@@ -138,9 +140,14 @@ def window_aggregate(
         Each bucket costs a few state-server round trips every micro-batch: for a new live
         query choose as many as the stateful stage's tasks (``spark.sql.shuffle.partitions``),
         see docs/how-to/live-latency.md.
-    state_api : {"transformWithStateInPandas", "applyInPandasWithState"}
-        Spark's stateful API of a streaming query; the default, the first, is the faster
-        (:mod:`jetspark.windowing.stateful` says why).
+    state_api : {"applyInPandasWithState", "transformWithStateInPandas"}, optional
+        Spark's stateful API of a streaming query. Default: ``applyInPandasWithState``
+        (its first micro-batch takes seconds less, and no state-server round trips after
+        it), or ``transformWithStateInPandas`` with ``early_results`` (Spark allows the
+        query's update output mode with it only). A checkpoint keeps the API it was
+        started with: one written by jetspark 0.1.0 (``transformWithStateInPandas``
+        for every query) restarts with ``state_api="transformWithStateInPandas"``
+        (:mod:`jetspark.windowing.stateful` has the measurements).
     engine : {"auto", "python", "native"}, default "auto"
         ``"auto"``: static tumbling windows of built-in operations run as Spark's own
         aggregation (all but var_pop, stddev_pop and collect_sorted); static sliding windows
@@ -222,13 +229,23 @@ def window_aggregate(
         observation=observation, early_results=early_results))
 
 
+def chosen_state_api(state_api: str | None, early_results: bool) -> str:
+    """The state API a streaming window runs on: the one asked for, else
+    ``applyInPandasWithState``, or ``transformWithStateInPandas`` with early results."""
+    if state_api is None:
+        return STATE_APIS[1] if early_results else STATE_APIS[0]
+    if state_api not in STATE_APIS:
+        raise AggregateError(f"state_api must be one of {STATE_APIS}, got {state_api!r}")
+    return state_api
+
+
 def _window_aggregate(
     inputs: Inputs,
     window: WindowDefinition,
     *,
     deduct: bool,
     buckets: int,
-    state_api: str,
+    state_api: str | None,
     engine: str,
     observation: Observation | str | None,
     early_results: Duration | None,
@@ -241,8 +258,7 @@ def _window_aggregate(
     if period_us is not None:
         out_schema = with_final_column(out_schema, [*plan.keys, *plan.names])
         plan = replace(plan, early_results_us=period_us)
-    if state_api not in STATE_APIS:
-        raise AggregateError(f"state_api must be one of {STATE_APIS}, got {state_api!r}")
+    state_api = chosen_state_api(state_api, period_us is not None)
     if not isinstance(buckets, int) or buckets < 1:
         raise AggregateError(f"buckets must be a positive integer, got {buckets!r}")
     if df.isStreaming and observation is not None and not isinstance(observation, str):
@@ -300,7 +316,7 @@ def _window_aggregate(
     # with one withWatermark, the W the rows carry is the one Spark's watermark becomes next
     carried_delay = delay_ms if _watermarks_defined(df) == 1 else None
     grouped = partials.groupBy(BUCKET)
-    if state_api == "applyInPandasWithState":  # the alternative, kept measurable
+    if state_api == "applyInPandasWithState":
         return grouped.applyInPandasWithState(
             pandas_with_state_function(plan, stage2_schema, key_types, carried_delay),
             out_schema,

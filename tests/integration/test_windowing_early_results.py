@@ -13,7 +13,8 @@ import pytest
 from psycopg import sql
 from pyspark.errors import StreamingQueryException
 
-from jetspark.windowing import STATE_APIS, ops, session, sliding, tumbling, window_aggregate
+from jetspark.windowing import ops, session, sliding, tumbling, window_aggregate
+from jetspark.windowing.api import chosen_state_api
 from jetspark.windowing.reference import reference_windows
 from tests.faults_harness import run_script
 from tests.integration.test_windowing_spark import (
@@ -27,6 +28,7 @@ from tests.integration.test_windowing_spark import (
 )
 
 pytestmark = pytest.mark.integration
+TWS, AIPWS = "transformWithStateInPandas", "applyInPandasWithState"  # the default with early results first
 
 AGGS = {"n": ops.count(), "s": ops.sum_("x")}
 SCRIPT = Path(__file__).parent / "scripts" / "early_results_jdbc_query.py"
@@ -67,7 +69,7 @@ def _window(r: dict) -> tuple:
     return r["k"], _us(r["window_start"]), _us(r["window_end"])
 
 
-@pytest.mark.parametrize(("api", "mode"), [(STATE_APIS[0], "update"), (STATE_APIS[1], "append")])
+@pytest.mark.parametrize(("api", "mode"), [(TWS, "update"), (AIPWS, "append")])
 def test_provisional_rows_come_before_one_final_row_equal_to_the_reference(spark, files, tmp_path, api, mode):
     """Both state APIs (Spark allows its update output mode with transformWithStateInPandas
     only): the same rows."""
@@ -100,7 +102,7 @@ def test_provisional_rows_come_before_one_final_row_equal_to_the_reference(spark
         k, start, end = _window(r)
         new = zip(batches[b]["k"], batches[b]["ts"], strict=True)
         assert any(kk == k and start <= t < end for kk, t in new)
-    if api != STATE_APIS[0]:
+    if api != chosen_state_api(None, early_results=True):
         return
     # a restart replays the last batch (its commit removed) with the very same rows
     last = max(by_batch)
@@ -162,7 +164,7 @@ def _rewind(ckpt: Path, batch: int) -> None:
                 f.unlink()
 
 
-@pytest.mark.parametrize("api", [STATE_APIS[0], pytest.param(STATE_APIS[1], marks=pytest.mark.soak)])
+@pytest.mark.parametrize("api", [TWS, pytest.param(AIPWS, marks=pytest.mark.soak)])
 def test_a_period_is_replayed_by_the_batch_time_spark_recorded(spark, tmp_path, api):
     """early_results="1 hour": batch 0 emits provisional rows, batches 1 and 2 (seconds later)
     none, their changes kept. Batch 2, its recorded time moved 2 hours on, is replayed: its

@@ -30,12 +30,13 @@ pytestmark = pytest.mark.integration
 WINDOW = tumbling("15 seconds")
 
 
-def _run(spark, folder: Path, ckpt: Path, engine: str, window=WINDOW, aggs=AGGS):
+def _run(spark, folder: Path, ckpt: Path, engine: str, window=WINDOW, aggs=AGGS, state_api=None):
     """Runs the query over every file (one per micro-batch): ({batch id: rows}, progress, plan)."""
     schema = spark.read.parquet(str(folder)).schema
     src = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
            .withWatermark("watermark", "0 seconds"))  # fmt: skip
-    out = window_aggregate(src, key="k", time="ts", window=window, aggs=aggs, engine=engine)
+    out = window_aggregate(src, key="k", time="ts", window=window, aggs=aggs, engine=engine,
+                           state_api=state_api)
     emitted: dict[int, list] = {}
 
     def collect(batch, batch_id):
@@ -74,8 +75,8 @@ def test_streaming_tumbling_native_engine_equals_python_engine(spark, tmp_path):
     native, native_prog, native_plan = _run(spark, folder, tmp_path / "ck_native", "native")
     python, python_prog, python_plan = _run(spark, folder, tmp_path / "ck_python", "python")
 
-    assert "TransformWithState" not in native_plan and "MapInArrow" not in native_plan, native_plan
-    assert "StateStoreSave" in native_plan and "TransformWithState" in python_plan
+    assert "InPandasWithState" not in native_plan and "MapInArrow" not in native_plan, native_plan
+    assert "StateStoreSave" in native_plan and "FlatMapGroupsInPandasWithState" in python_plan
     native_at, python_at = _batch_of(native), _batch_of(python)
     assert native_at.keys() == python_at.keys() and len(set(native_at.values())) >= 3
     assert all(python_at[w] <= native_at[w] for w in native_at)
@@ -105,29 +106,37 @@ def test_auto_streams_on_the_python_engine_and_native_is_asked_for(spark, tmp_pa
         out = window_aggregate(src, key="k", time="ts", window=window, aggs=AGGS, engine=engine, **extra)
         return out._jdf.queryExecution().analyzed().toString()
 
-    assert "TransformWithState" in plan("auto") and "TransformWithState" not in plan("native")
+    assert "InPandasWithState" in plan("auto") and "InPandasWithState" not in plan("native")
     for window, extra in ((sliding("30 seconds", "15 seconds"), {}), (WINDOW, {"early_results": "1 second"})):
         with pytest.raises(AggregateError, match="engine='native' on a stream runs tumbling windows"):
             plan("native", window, **extra)
 
 
-def test_python_engine_checkpoint_is_refused_by_the_native_engine(spark, tmp_path):
-    """A checkpoint written by the Python engine cannot continue on Spark's aggregation
-    (different state): Spark refuses the first batch after the restart before it runs,
-    naming both stateful operators (the error README's upgrade note quotes), and the same
-    checkpoint continues with ``engine="python"``."""
+@pytest.mark.parametrize(("written", "then", "operators"), [
+    ({"engine": "python"}, {"engine": "native"}, ("applyInPandasWithState", "stateStoreSave")),
+    ({"engine": "python", "state_api": "transformWithStateInPandas"}, {"engine": "python"},
+     ("transformWithStateInPandasExec", "applyInPandasWithState")),
+], ids=["python-then-native", "tws-then-default"])
+def test_a_checkpoint_is_refused_by_another_stateful_operator_and_continues_on_its_own(
+    spark, tmp_path, written, then, operators
+):
+    """A checkpoint written by the Python engine cannot continue on Spark's aggregation, nor
+    one written on ``transformWithStateInPandas`` (jetspark 0.1.0's only state API) on the
+    default ``applyInPandasWithState`` (different state): Spark refuses the first batch after
+    the restart before it runs, naming both stateful operators (the error the upgrade notes
+    quote), and the same checkpoint continues as it was written."""
     folder = tmp_path / "in"
     folder.mkdir()
     first, second = make_batches(seed=3, batches=2, rows=40)
     write_batch(folder, 0, first)
     aggs = {"n": ops.count()}
-    _run(spark, folder, tmp_path / "ck", "python", aggs=aggs)
+    _run(spark, folder, tmp_path / "ck", aggs=aggs, **written)
     write_batch(folder, 1, second)
-    refusal = (r"(?s)STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
-               r".*OperatorName: transformWithStateInPandasExec.*OperatorName: stateStoreSave")
+    refusal = (rf"(?s)STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
+               rf".*OperatorName: {operators[0]}.*OperatorName: {operators[1]}")
     with pytest.raises(Exception, match=refusal):
-        _run(spark, folder, tmp_path / "ck", "native", aggs=aggs)
-    emitted, progress, _ = _run(spark, folder, tmp_path / "ck", "python", aggs=aggs)
+        _run(spark, folder, tmp_path / "ck", aggs=aggs, **then)
+    emitted, progress, _ = _run(spark, folder, tmp_path / "ck", aggs=aggs, **written)
     assert sum(p["numInputRows"] for p in progress) == len(second["k"])  # the second file only
     assert emitted and all(r.n > 0 for rows in emitted.values() for r in rows)
 

@@ -65,3 +65,19 @@ def test_over_spark_connect_it_is_only_advised() -> None:
     with pytest.warns(ChangelogCheckpointingWarning, match=f"Set {CHANGELOG}=true before"):
         assert not choose_changelog_checkpointing(connect_session, TWS)
     assert CHANGELOG not in connect_session.conf.values
+
+
+@pytest.mark.parametrize("asked, early, chosen", [(None, False, AIPWS), (None, True, TWS), (TWS, False, TWS),
+                                                  (AIPWS, True, AIPWS)])
+def test_the_state_api_is_the_one_asked_for_else_aipws_or_tws_with_early_results(asked, early, chosen):
+    from jetspark.windowing.api import chosen_state_api
+
+    assert chosen_state_api(asked, early) == chosen
+
+
+def test_an_unknown_state_api_is_refused_naming_the_choices() -> None:
+    from jetspark.errors import JetsparkError
+    from jetspark.windowing.api import chosen_state_api
+
+    with pytest.raises(JetsparkError, match=r"state_api must be one of.*applyInPandasWithState.*'mapGroups'"):
+        chosen_state_api("mapGroups", False)

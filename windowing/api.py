@@ -137,9 +137,10 @@ def window_aggregate(
         combine frames.
     buckets : int, default 16
         Number of state groups of a streaming query; fixed for the life of its checkpoint.
-        Each bucket costs a few state-server round trips every micro-batch: for a new live
-        query choose as many as the stateful stage's tasks (``spark.sql.shuffle.partitions``),
-        see docs/how-to/live-latency.md.
+        Each bucket costs a Python call every micro-batch (and a few state-server round trips
+        on ``transformWithStateInPandas``): for a new live query choose as many as the
+        stateful stage's tasks (``spark.sql.shuffle.partitions``), see
+        docs/how-to/live-latency.md.
     state_api : {"applyInPandasWithState", "transformWithStateInPandas"}, optional
         Spark's stateful API of a streaming query. Default: ``applyInPandasWithState``
         (its first micro-batch takes seconds less, and no state-server round trips after

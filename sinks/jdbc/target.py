@@ -236,8 +236,10 @@ def _regclass(conn: psycopg.Connection, table: TableName) -> int | None:
 
 
 def _create_quietly(conn: psycopg.Connection, statement: sql.Composable) -> None:
-    """CREATE … IF NOT EXISTS, tolerating a concurrent creator (a race on the catalog)."""
+    """CREATE … IF NOT EXISTS, tolerating a concurrent creator (a race on the catalog: the
+    loser's error is a unique violation on pg_type, "relation already exists" or "type
+    already exists", depending on where the two meet)."""
     try:
         conn.execute(statement)
-    except (errors.UniqueViolation, errors.DuplicateTable):
+    except (errors.UniqueViolation, errors.DuplicateTable, errors.DuplicateObject):
         pass

@@ -61,6 +61,13 @@ setup(
             include_dirs=["native"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
         ),
+        Extension(
+            "jetspark.schemas._protobuf_arrow",
+            sources=["jetspark/schemas/_protobuf_arrow.c"],
+            depends=["native/growable_buffer.h"],
+            include_dirs=["native"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
+        ),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

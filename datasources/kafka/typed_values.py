@@ -1,18 +1,20 @@
-"""Typed keys and values: jetkafka's ``key`` and ``value`` columns decoded from Avro or JSON
-Schema's JSON, in Confluent's wire format with the schemas in a Schema Registry, or plain (no
-wire header) with a schema given inline.
+"""Typed keys and values: jetkafka's ``key`` and ``value`` columns decoded from Avro, Protobuf
+or JSON Schema's JSON, in Confluent's wire format with the schemas in a Schema Registry, or
+plain (no wire header) with a schema given inline.
 
 Options (``value.*``, and the same ``key.*`` for keys, each parsed once into a
 :class:`TypedValues`; the registry is shared):
 
-* ``value.format`` — ``bytes`` (the default: Spark's binary column), ``avro`` or ``json-schema``;
+* ``value.format`` — ``bytes`` (the default: Spark's binary column), ``avro``, ``protobuf`` or
+  ``json-schema``;
 * ``schemaRegistry.*`` — the registry (:mod:`jetspark.schemas.registry`); without it the
   values are plain Avro or JSON documents of the inline schema;
 * the reader schema: ``value.schema`` (inline), else the subject's ``value.schema.version``
   (default: its latest version when the query is planned); the subject is ``value.subject``,
   else named by ``value.subject.strategy`` (``topic``: ``<topic>-value``, or ``<topic>-key``
   for keys, of the one subscribed topic; ``record`` / ``topic-record`` with
-  ``value.subject.record``);
+  ``value.subject.record``); Protobuf: ``value.message``, the message of the schema's file
+  (default: ``value.subject.record``, else the file's first message);
 * ``value.onMalformed`` — ``null`` (the default: the row stays, ``value`` null and
   ``valueError`` saying why; ``keyError`` for keys) or ``fail`` (the read fails, naming topic,
   partition and offset).
@@ -21,6 +23,12 @@ Avro: the Spark type of ``value`` is the reader schema's, as Spark's ``from_avro
 Each record's writer schema is the one its schema id names (asked once per id and worker
 process), resolved against the reader schema by Avro's rules; records are decoded natively, a
 column at a time (:mod:`jetspark.schemas.avro_program`).
+
+Protobuf: the Spark type of ``value`` is the reader message's, as Spark's ``from_protobuf``
+types it (:mod:`jetspark.schemas.protobuf_types`). Records are decoded by field number with the
+reader's message, natively, a column at a time (:mod:`jetspark.schemas.protobuf_program`); a
+record's schema id must be a Protobuf schema in the registry, and its message indexes must name
+a message of the reader's full name (a topic of several message types: one per query).
 
 JSON Schema: the Spark type is the reader schema's (:mod:`jetspark.schemas.json_schema_types`);
 JSON names its fields, so documents of any writer schema are read by name (fields the reader
@@ -42,7 +50,7 @@ from pyspark.sql import types as T
 from jetspark.errors import JetsparkError, OptionError
 from jetspark.options import Options
 from jetspark.redaction import redacted_repr
-from jetspark.schemas import json_schema_types, json_values, wire
+from jetspark.schemas import json_schema_types, json_values, protobuf_program, protobuf_types, wire
 from jetspark.schemas.avro_program import ERRORS, Program, compile_program, decode
 from jetspark.schemas.avro_types import AvroSchemaError, spark_type
 from jetspark.schemas.registry import RegisteredSchema, RegistryClient, RegistrySettings, SchemaRegistryError
@@ -50,7 +58,7 @@ from jetspark.schemas.subjects import STRATEGIES, subject_name
 
 COLUMNS = ("key", "value")
 """The columns that can be typed, in the order their error columns follow the others."""
-FORMATS = ("bytes", "avro", "json-schema")
+FORMATS = ("bytes", "avro", "protobuf", "json-schema")
 
 
 @dataclass(frozen=True)
@@ -62,12 +70,13 @@ class _Format:
 
 
 _FORMATS = {"avro": _Format("AVRO", "Avro", "an Avro schema"),
+            "protobuf": _Format("PROTOBUF", "Protobuf", "a Protobuf schema (a base64 FileDescriptorProto)"),
             "json-schema": _Format("JSON", "JSON Schema", "a JSON Schema")}
 _FORMAT_OF = {"AVRO": "avro", "JSON": "json-schema", "PROTOBUF": "protobuf"}
 """The ``value.format`` that reads a registry schemaType's schemas."""
 ON_MALFORMED = ("null", "fail")
 _SUFFIXES = ("format", "schema", "schema.version", "subject", "subject.strategy", "subject.record",
-             "onMalformed")
+             "message", "onMalformed")
 OPTIONS = tuple(f"{column}.{suffix}" for column in COLUMNS for suffix in _SUFFIXES)
 
 
@@ -81,7 +90,8 @@ class TypedValues:
     schemas are."""
 
     reader_text: str
-    """The reader schema (Avro's JSON, or a JSON Schema)."""
+    """The reader schema (Avro's JSON, a JSON Schema, or Protobuf's file with its imports as a
+    base64 ``FileDescriptorSet``)."""
     registry: RegistrySettings | None
     """None: plain Avro values written with the reader schema itself."""
     on_malformed: str = "null"
@@ -89,9 +99,11 @@ class TypedValues:
     """The registry's id of the reader schema (None when given inline)."""
     spark: T.DataType = field(default=T.BinaryType(), compare=False)
     fmt: str = "avro"
-    """``avro`` or ``json-schema``."""
+    """``avro``, ``protobuf`` or ``json-schema``."""
     column: str = "value"
     """``value`` or ``key``: the column decoded, whose options these are."""
+    message: str | None = None
+    """Protobuf: the full name of the reader's message."""
 
     @property
     def error_column(self) -> str:
@@ -112,8 +124,11 @@ class TypedValues:
                 name = f"{column}.{suffix}"
                 if opts.get(name) is not None:
                     raise OptionError(name, opts.get(name),
-                                      f"nothing unless {column}.format is avro or json-schema")
+                                      f"nothing unless {column}.format is avro, protobuf or json-schema")
             return None
+        if fmt != "protobuf" and opts.get(f"{column}.message") is not None:
+            raise OptionError(f"{column}.message", opts.get(f"{column}.message"),
+                              f"nothing unless {column}.format is protobuf")
         on_malformed = opts.choice(f"{column}.onMalformed", "null", ON_MALFORMED)
         inline = opts.string(f"{column}.schema")
         if inline is not None:
@@ -122,22 +137,31 @@ class TypedValues:
             raise OptionError(f"{column}.format", fmt,
                               f"bytes, unless schemaRegistry.url or {column}.schema is given")
         else:
-            reader = RegistryClient(registry).version(_subject(opts, topics, column), _version(opts, column))
+            client = RegistryClient(registry)
+            reader = client.version(_subject(opts, topics, column), _version(opts, column),
+                                    serialized=fmt == "protobuf")
             if reader.schema_type != _FORMATS[fmt].registry_type:
                 wanted = _FORMAT_OF.get(reader.schema_type, reader.schema_type.lower())
                 raise OptionError(f"{column}.format", fmt, f"{wanted} (the subject {reader.subject!r} "
                                   f"holds a schema of type {reader.schema_type})")
             reader_text, reader_id = reader.text, reader.schema_id
+        message = None
         try:
             if fmt == "avro":
                 data_type, _ = spark_type(reader_text)
                 compile_program(reader_text)  # the reader schema must decode its own records
+            elif fmt == "protobuf":
+                file = (protobuf_types.load_file(reader_text, lambda _name: None) if inline is not None
+                        else _protobuf_file(client, reader))
+                message = _reader_message(file, opts, column)
+                data_type = protobuf_types.spark_type(message)
+                reader_text, message = protobuf_types.file_set(file), message.full_name
             else:
                 data_type = json_schema_types.spark_type(reader_text)
-        except (AvroSchemaError, json_schema_types.JsonSchemaError) as e:
+        except (AvroSchemaError, json_schema_types.JsonSchemaError, protobuf_types.ProtobufSchemaError) as e:
             raise OptionError(f"{column}.schema", reader_text[:200],
                               f"{_FORMATS[fmt].a_schema} Spark can type: {e}") from None
-        return cls(reader_text, registry, on_malformed, reader_id, data_type, fmt, column)
+        return cls(reader_text, registry, on_malformed, reader_id, data_type, fmt, column, message)
 
     # -- reading ---------------------------------------------------------------------------------
     def decode_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -181,6 +205,8 @@ class TypedValues:
         reasons = _Reasons(n)
         if self.fmt == "json-schema":
             return self._decode_json(values, out_type, reasons)
+        if self.fmt == "protobuf":
+            return self._decode_protobuf(values, out_type, reasons)
         if self.registry is None:
             program = _program(self.reader_text, self.reader_text)
             framed = _unframed(values)
@@ -230,10 +256,44 @@ class TypedValues:
         reasons.set(bad, why)
         return decoded, reasons.array()
 
+    def _decode_protobuf(self, values: pa.BinaryArray, out_type: pa.DataType,
+                         reasons: _Reasons) -> tuple[pa.Array, pa.Array]:
+        program = _protobuf_program(self.reader_text, self.message)
+        if self.registry is None:
+            framed = _unframed(values)
+            starts, take = framed.starts, np.flatnonzero(framed.schema_ids != wire.NULL)
+        else:
+            framed = wire.split(values)
+            reasons.set(np.flatnonzero(framed.schema_ids == wire.UNFRAMED),
+                        "not in Confluent's wire format (no magic byte 0 and 4-byte schema id)")
+            keys, starts = protobuf_program.message_keys(framed.starts, framed.ends, framed.data)
+            client = _client(self.registry)
+            good = []
+            for schema_id in framed.ids():
+                at = np.flatnonzero(framed.schema_ids == schema_id)
+                try:
+                    self._writer(client, schema_id)
+                    file = _writer_file(self.registry, schema_id)
+                except (_Unusable, protobuf_types.ProtobufSchemaError) as e:
+                    reasons.set(at, str(e) if isinstance(e, _Unusable) else f"schema id {schema_id}: {e}")
+                    continue
+                for key in np.unique(keys[at]):
+                    rows = at[keys[at] == key]
+                    why = _other_message(file, int(key), self.message)
+                    if why is None:
+                        good.append(rows)
+                    else:
+                        reasons.set(rows, f"schema id {schema_id}: {why}")
+            take = np.sort(np.concatenate(good)) if good else np.zeros(0, np.int64)
+        decoded, codes = protobuf_program.decode(program, starts[take], framed.ends[take], framed.data)
+        bad = np.flatnonzero(codes != 0)
+        reasons.set(take[bad], [protobuf_program.ERRORS[int(c)] for c in codes[bad]])
+        return _in_order([decoded], [take], len(values), out_type), reasons.array()
+
     def _writer(self, client: RegistryClient, schema_id: int) -> RegisteredSchema:
         """The writer schema ``schema_id`` names, if it is one of this format's."""
         try:
-            writer = client.schema(schema_id)
+            writer = client.schema(schema_id, serialized=self.fmt == "protobuf")
         except SchemaRegistryError as e:
             if e.status == 404:
                 raise _Unusable(f"schema id {schema_id} is not in the Schema Registry") from None
@@ -307,6 +367,65 @@ def _program(writer: str, reader: str) -> Program:
         with _PROGRAMS_LOCK:
             _PROGRAMS[key] = found
     return found
+
+
+_PROTOBUF_PROGRAMS: dict[tuple[str, str | None], protobuf_program.Program] = {}
+
+
+def _protobuf_program(file_set: str, message: str | None) -> protobuf_program.Program:
+    """The reader's compiled message, kept for the process."""
+    key = (file_set, message)
+    with _PROGRAMS_LOCK:
+        found = _PROTOBUF_PROGRAMS.get(key)
+    if found is None:
+        file = protobuf_types.load_set(file_set)
+        found = protobuf_program.compile_program(protobuf_types.message(file, message))
+        with _PROGRAMS_LOCK:
+            _PROTOBUF_PROGRAMS[key] = found
+    return found
+
+
+def _protobuf_file(client: RegistryClient, schema: RegisteredSchema):
+    """A registered Protobuf schema's file, its references asked from the registry."""
+    known = {name: (subject, version) for name, subject, version in schema.references}
+
+    def dependency(name: str) -> str | None:
+        if name not in known:
+            return None
+        found = client.version(*known[name], serialized=True)
+        known.update({n: (s, v) for n, s, v in found.references})
+        return found.text
+
+    return protobuf_types.load_file(schema.text, dependency)
+
+
+@functools.lru_cache(maxsize=256)
+def _writer_file(settings: RegistrySettings, schema_id: int):
+    """The file of a writer's Protobuf schema id, kept for the process."""
+    client = _client(settings)
+    return _protobuf_file(client, client.schema(schema_id, serialized=True))
+
+
+def _reader_message(file, opts: Options, column: str):
+    name = opts.string(f"{column}.message") or opts.string(f"{column}.subject.record")
+    try:
+        return protobuf_types.message(file, name)
+    except protobuf_types.ProtobufSchemaError as e:
+        option = f"{column}.message" if opts.string(f"{column}.message") else f"{column}.subject.record"
+        raise OptionError(option, name, f"a message of the schema's file: {e}") from None
+
+
+def _other_message(file, key: int, reader: str) -> str | None:
+    """Why records of message ``key`` of a writer's file are not the reader's message (None: they are)."""
+    if key == protobuf_program.KEY_BAD:
+        return "its message indexes are cut short"
+    indexes = protobuf_program.indexes_of(key)
+    if indexes is None:
+        return "its message indexes go deeper than 4 or past 32767 (not read)"
+    name = protobuf_types.message_at(file, indexes)
+    if name is None:
+        return f"the file has no message at indexes {list(indexes)}"
+    return None if name == reader else f"message {name} is not the reader's {reader}"
 
 
 def _unframed(values: pa.BinaryArray) -> wire.Framed:

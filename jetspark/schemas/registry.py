@@ -113,7 +113,8 @@ class RegisteredSchema:
     version: int | None = None
 
 
-_BY_ID: dict[tuple[tuple[str, ...], int], RegisteredSchema] = {}
+_BY_ID: dict[tuple[tuple[str, ...], int, bool], RegisteredSchema] = {}
+_SERIALIZED = "?format=serialized"
 _BY_ID_LOCK = threading.Lock()
 
 
@@ -131,23 +132,27 @@ class RegistryClient:
     def __repr__(self) -> str:
         return f"RegistryClient({self.settings!r})"
 
-    def schema(self, schema_id: int) -> RegisteredSchema:
-        """The schema with this id (cached for the process)."""
-        key = (self.settings.urls, schema_id)
+    def schema(self, schema_id: int, *, serialized: bool = False) -> RegisteredSchema:
+        """The schema with this id (cached for the process). ``serialized``: a Protobuf schema
+        as a base64 ``FileDescriptorProto`` rather than ``.proto`` text (Confluent's
+        ``?format=serialized``; a registry that stored the serialized form gives it anyway)."""
+        key = (self.settings.urls, schema_id, serialized)
         with _BY_ID_LOCK:
             found = _BY_ID.get(key)
         if found is not None:
             return found
-        body = self._get(f"/schemas/ids/{schema_id}")
+        body = self._get(f"/schemas/ids/{schema_id}{_SERIALIZED if serialized else ''}")
         found = _registered(body, schema_id)
         with _BY_ID_LOCK:
             _BY_ID[key] = found
         return found
 
-    def version(self, subject: str, version: int | None = None) -> RegisteredSchema:
-        """Version ``version`` of ``subject`` (None: its latest version now)."""
+    def version(self, subject: str, version: int | None = None, *,
+                serialized: bool = False) -> RegisteredSchema:
+        """Version ``version`` of ``subject`` (None: its latest version now); ``serialized`` as
+        for :meth:`schema`."""
         which = "latest" if version is None else str(version)
-        body = self._get(f"/subjects/{_quote(subject)}/versions/{which}")
+        body = self._get(f"/subjects/{_quote(subject)}/versions/{which}{_SERIALIZED if serialized else ''}")
         return _registered(body, int(body["id"]), subject=body.get("subject", subject),
                            version=int(body["version"]))
 

@@ -1,0 +1,244 @@
+"""Protobuf schemas as a Schema Registry holds them, and their Spark types.
+
+A registry keeps a Protobuf schema as one ``.proto`` file, which may import others (its
+references, each a subject version of its own) and Google's well-known types. jetspark reads
+the file in its serialized form — a base64 ``FileDescriptorProto``, what confluent-kafka's
+serializers register and what Confluent's registry serves for ``?format=serialized`` — and
+builds the file's descriptors in a pool of its own (:func:`load_file`).
+
+The Spark type of a message is the one Spark's ``from_protobuf`` gives it with its default
+options (:func:`spark_type`): ``int32``/``sint32``/``sfixed32``/``uint32``/``fixed32`` →
+int, the 64-bit ones → long, enums → their value's name, ``google.protobuf.Timestamp`` →
+timestamp, ``google.protobuf.Duration`` → day-time interval, maps → map, repeated → array, a
+message → struct; a message without fields is left out, and a recursive message is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+
+from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescriptor
+from pyspark.sql import types as T
+
+from jetspark.errors import JetsparkError
+
+_WELL_KNOWN = ("any", "descriptor", "duration", "empty", "field_mask", "source_context", "struct",
+               "timestamp", "wrappers", "type", "api")
+"""Google's well-known files, each after those it imports."""
+
+
+class ProtobufSchemaError(JetsparkError):
+    """A Protobuf schema that cannot be read, or has no Spark type."""
+
+
+def file_proto(text: str) -> descriptor_pb2.FileDescriptorProto:
+    """The ``FileDescriptorProto`` a registry's schema text carries (base64, serialized)."""
+    try:
+        raw = base64.b64decode(text.strip(), validate=True)
+        proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
+    except (binascii.Error, ValueError, Exception) as e:  # DecodeError is the protobuf runtime's own
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ProtobufSchemaError(
+            "the Protobuf schema is .proto text, not a serialized descriptor: jetspark reads the "
+            "serialized form (a base64 FileDescriptorProto), which confluent-kafka's serializers "
+            "register and Confluent's registry serves with ?format=serialized") from None
+    if not proto.name:
+        raise ProtobufSchemaError("the Protobuf schema names no file (not a FileDescriptorProto)")
+    return proto
+
+
+def load_file(text: str, dependency: Callable[[str], str | None]) -> FileDescriptor:
+    """The file ``text`` describes, with its imports: Google's well-known files, and the
+    others from ``dependency(import name)`` (a reference's schema text, or None)."""
+    pool = descriptor_pool.DescriptorPool()
+    _add_well_known(pool)
+    added: set[str] = set()
+
+    def add(proto: descriptor_pb2.FileDescriptorProto, depth: int = 0) -> None:
+        if depth > 32:
+            raise ProtobufSchemaError("the Protobuf schema's imports nest too deep")
+        for name in proto.dependency:
+            if name in added or _is_well_known(name):
+                continue
+            found = dependency(name)
+            if found is None:
+                raise ProtobufSchemaError(f"the Protobuf schema imports {name!r}, which is none of its "
+                                          "references in the registry")
+            add(file_proto(found), depth + 1)
+        try:
+            pool.Add(proto)
+        except TypeError as e:
+            raise ProtobufSchemaError(f"the Protobuf file {proto.name!r} does not build: {e}") from None
+        added.add(proto.name)
+
+    root = file_proto(text)
+    add(root)
+    try:
+        return pool.FindFileByName(root.name)
+    except KeyError as e:
+        raise ProtobufSchemaError(f"the Protobuf file {root.name!r} does not build: {e}") from None
+
+
+def _is_well_known(name: str) -> bool:
+    return name.startswith("google/protobuf/") and name.removeprefix("google/protobuf/").removesuffix(
+        ".proto") in _WELL_KNOWN
+
+
+def _add_well_known(pool: descriptor_pool.DescriptorPool) -> None:
+    import importlib
+
+    for name in _WELL_KNOWN:
+        module = importlib.import_module(f"google.protobuf.{name}_pb2")
+        pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
+
+
+def message(file: FileDescriptor, name: str | None) -> Descriptor:
+    """The file's message ``name`` (a full name, or a name in the file's package), or its
+    first message when ``name`` is None."""
+    if name is None:
+        if not file.message_types_by_name:
+            raise ProtobufSchemaError(f"the Protobuf file {file.name!r} defines no message")
+        proto = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
+        return file.pool.FindMessageTypeByName(_joined(file.package, proto.message_type[0].name))
+    for candidate in (name, _joined(file.package, name)):
+        try:
+            return file.pool.FindMessageTypeByName(candidate)
+        except KeyError:
+            continue
+    raise ProtobufSchemaError(f"the Protobuf file {file.name!r} has no message {name!r} (its messages: "
+                              f"{', '.join(_all_messages(file))})")
+
+
+def message_at(file: FileDescriptor, indexes: tuple[int, ...]) -> str | None:
+    """The full name of the message at ``indexes`` (Confluent's message indexes: a top-level
+    message, then nested ones), or None when there is none."""
+    proto = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
+    found, names = proto.message_type, [file.package] if file.package else []
+    for i in indexes:
+        if i >= len(found):
+            return None
+        names.append(found[i].name)
+        found = found[i].nested_type
+    return ".".join(names)
+
+
+def _joined(package: str, name: str) -> str:
+    return f"{package}.{name}" if package else name
+
+
+def _all_messages(file: FileDescriptor) -> list[str]:
+    out = []
+
+    def walk(d: Descriptor) -> None:
+        out.append(d.full_name)
+        for n in d.nested_types:
+            if not n.GetOptions().map_entry:
+                walk(n)
+
+    for d in file.message_types_by_name.values():
+        walk(d)
+    return out
+
+
+# -- Spark types -------------------------------------------------------------------------------------
+
+_INTS = {FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SFIXED32,
+         FieldDescriptor.TYPE_UINT32, FieldDescriptor.TYPE_FIXED32}
+_LONGS = {FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_SINT64, FieldDescriptor.TYPE_SFIXED64,
+          FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64}
+_SCALARS = {FieldDescriptor.TYPE_FLOAT: T.FloatType(), FieldDescriptor.TYPE_DOUBLE: T.DoubleType(),
+            FieldDescriptor.TYPE_BOOL: T.BooleanType(), FieldDescriptor.TYPE_STRING: T.StringType(),
+            FieldDescriptor.TYPE_BYTES: T.BinaryType(), FieldDescriptor.TYPE_ENUM: T.StringType(),
+            **{t: T.IntegerType() for t in _INTS}, **{t: T.LongType() for t in _LONGS}}
+
+
+def is_time(d: Descriptor, name: str) -> bool:
+    """A ``Timestamp`` or ``Duration`` as Spark recognizes them: the name, and the fields
+    ``seconds`` and ``nanos``."""
+    return d.name == name and [f.name for f in d.fields] == ["seconds", "nanos"]
+
+
+def is_map(field: FieldDescriptor) -> bool:
+    return (field.type == FieldDescriptor.TYPE_MESSAGE and field.is_repeated
+            and field.message_type.GetOptions().map_entry)
+
+
+def spark_type(d: Descriptor) -> T.StructType:
+    """The Spark type of message ``d`` (raises ProtobufSchemaError for a recursive message)."""
+    struct = _struct(d, (d.full_name,))
+    if struct is None:
+        raise ProtobufSchemaError(f"the Protobuf message {d.full_name} has no fields Spark can type")
+    return struct
+
+
+def _struct(d: Descriptor, seen: tuple[str, ...]) -> T.StructType | None:
+    fields = []
+    for f in d.fields:
+        data_type = _field_type(f, seen)
+        if data_type is None:
+            continue
+        if isinstance(data_type, T.MapType):
+            fields.append(T.StructField(f.name, data_type))
+        elif f.is_repeated:
+            fields.append(T.StructField(f.name, T.ArrayType(data_type, containsNull=False)))
+        else:
+            fields.append(T.StructField(f.name, data_type, nullable=not f.is_required))
+    return T.StructType(fields) if fields else None
+
+
+def _field_type(f: FieldDescriptor, seen: tuple[str, ...]) -> T.DataType | None:
+    if f.type == FieldDescriptor.TYPE_GROUP:
+        raise ProtobufSchemaError(f"the Protobuf field {f.full_name} is a group, which jetspark "
+                                  "does not read")
+    if f.type != FieldDescriptor.TYPE_MESSAGE:
+        return _SCALARS[f.type]
+    m = f.message_type
+    if is_time(m, "Timestamp"):
+        return T.TimestampType()
+    if is_time(m, "Duration"):
+        return T.DayTimeIntervalType()
+    if is_map(f):
+        key, value = m.fields_by_name["key"], m.fields_by_name["value"]
+        key_type, value_type = _field_type(key, seen), _field_type(value, seen)
+        if key_type is None or value_type is None:
+            return None
+        return T.MapType(key_type, value_type, valueContainsNull=False)
+    if m.full_name in seen:
+        raise ProtobufSchemaError(f"the Protobuf message {m.full_name} is recursive (field {f.full_name}): "
+                                  "a Spark type cannot hold it")
+    return _struct(m, (*seen, m.full_name))
+
+
+# -- carried to the workers ---------------------------------------------------------------------------
+
+def file_set(file: FileDescriptor) -> str:
+    """``file`` and the files it imports (but Google's well-known ones), dependencies first, as
+    a base64 ``FileDescriptorSet``: what a worker needs to build the file again (:func:`load_set`)."""
+    files: list[FileDescriptor] = []
+
+    def walk(f: FileDescriptor) -> None:
+        for dep in f.dependencies:
+            if not _is_well_known(dep.name) and dep not in files:
+                walk(dep)
+        if f not in files:
+            files.append(f)
+
+    walk(file)
+    out = descriptor_pb2.FileDescriptorSet()
+    for f in files:
+        out.file.add().MergeFromString(f.serialized_pb)
+    return base64.b64encode(out.SerializeToString()).decode("ascii")
+
+
+def load_set(text: str) -> FileDescriptor:
+    """The last file of a :func:`file_set`, built with the others."""
+    files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(text)).file
+    pool = descriptor_pool.DescriptorPool()
+    _add_well_known(pool)
+    for proto in files:
+        pool.Add(proto)
+    return pool.FindFileByName(files[-1].name)

@@ -1,0 +1,72 @@
+"""A realistic Protobuf schema for the tests, built as descriptors (no protoc here): the
+messages of ``shop/order.proto`` in two versions, and their generated-like classes."""
+
+from __future__ import annotations
+
+import base64
+
+from google.protobuf import descriptor_pb2, descriptor_pool, duration_pb2, message_factory, timestamp_pb2
+
+F = descriptor_pb2.FieldDescriptorProto
+OPTIONAL, REPEATED = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+
+
+def order_file(*, with_legacy: bool = True, with_note: bool = False) -> descriptor_pb2.FileDescriptorProto:
+    """shop.Order: scalars of every wire type, a proto3 optional, an enum, a nested message,
+    repeated (packed and not), a map with message values, a timestamp and a duration."""
+    fdp = descriptor_pb2.FileDescriptorProto(name="shop/order.proto", package="shop", syntax="proto3")
+    fdp.dependency.extend(["google/protobuf/timestamp.proto", "google/protobuf/duration.proto"])
+    status = fdp.enum_type.add(name="Status")
+    for i, name in enumerate(["NEW", "PAID", "SHIPPED"]):
+        status.value.add(name=name, number=i)
+    m = fdp.message_type.add(name="Order")
+    fields = [("id", 1, F.TYPE_INT64), ("customer", 2, F.TYPE_STRING), ("amount", 4, F.TYPE_DOUBLE),
+              ("qty", 5, F.TYPE_INT32), ("score", 7, F.TYPE_FLOAT), ("paid", 8, F.TYPE_BOOL),
+              ("delta", 9, F.TYPE_SINT64), ("small", 10, F.TYPE_SINT32), ("u32", 11, F.TYPE_UINT32),
+              ("u64", 12, F.TYPE_UINT64), ("f32", 13, F.TYPE_FIXED32), ("f64", 14, F.TYPE_FIXED64),
+              ("s32", 15, F.TYPE_SFIXED32), ("s64", 16, F.TYPE_SFIXED64), ("blob", 17, F.TYPE_BYTES)]
+    for name, number, kind in fields:
+        m.field.add(name=name, number=number, type=kind, label=OPTIONAL)
+    if with_legacy:
+        m.field.add(name="legacy", number=3, type=F.TYPE_STRING, label=OPTIONAL)
+    m.field.add(name="status", number=18, type=F.TYPE_ENUM, type_name=".shop.Status", label=OPTIONAL)
+    m.field.add(name="placed", number=19, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Timestamp",
+                label=OPTIONAL)
+    m.field.add(name="took", number=20, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Duration",
+                label=OPTIONAL)
+    m.field.add(name="address", number=21, type=F.TYPE_MESSAGE, type_name=".shop.Order.Address",
+                label=OPTIONAL)
+    m.field.add(name="tags", number=22, type=F.TYPE_STRING, label=REPEATED)
+    m.field.add(name="counts", number=23, type=F.TYPE_INT32, label=REPEATED)  # packed (proto3's default)
+    m.field.add(name="lines", number=24, type=F.TYPE_MESSAGE, type_name=".shop.Order.Line", label=REPEATED)
+    m.field.add(name="attrs", number=25, type=F.TYPE_MESSAGE, type_name=".shop.Order.AttrsEntry",
+                label=REPEATED)
+    m.field.add(name="maybe", number=26, type=F.TYPE_INT32, label=OPTIONAL, proto3_optional=True,
+                oneof_index=0)
+    m.oneof_decl.add(name="_maybe")
+    if with_note:
+        m.field.add(name="note", number=30, type=F.TYPE_STRING, label=OPTIONAL)
+    address = m.nested_type.add(name="Address")
+    address.field.add(name="street", number=1, type=F.TYPE_STRING, label=OPTIONAL)
+    address.field.add(name="zip", number=2, type=F.TYPE_INT32, label=OPTIONAL)
+    line = m.nested_type.add(name="Line")
+    line.field.add(name="sku", number=1, type=F.TYPE_STRING, label=OPTIONAL)
+    line.field.add(name="n", number=2, type=F.TYPE_UINT32, label=OPTIONAL)
+    entry = m.nested_type.add(name="AttrsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=OPTIONAL)
+    entry.field.add(name="value", number=2, type=F.TYPE_MESSAGE, type_name=".shop.Order.Line", label=OPTIONAL)
+    return fdp
+
+
+def message_class(fdp: descriptor_pb2.FileDescriptorProto, name: str = "shop.Order"):
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.AddSerializedFile(duration_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(fdp)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+def serialized(fdp: descriptor_pb2.FileDescriptorProto) -> str:
+    """The file as a registry holds it: a base64 FileDescriptorProto."""
+    return base64.b64encode(fdp.SerializeToString()).decode()

@@ -37,8 +37,10 @@ def test_bytes_is_the_default_and_value_options_need_a_format():
         _options(**{"value.schema": json.dumps(SCHEMA)})
     with pytest.raises(OptionError, match=r"unless schemaRegistry\.url or value\.schema"):
         _options(**{"value.format": "avro"})
-    with pytest.raises(OptionError, match=r"one of bytes \| avro \| json-schema"):
-        _options(**{"value.format": "protobuf"})
+    with pytest.raises(OptionError, match=r"one of bytes \| avro \| protobuf \| json-schema"):
+        _options(**{"value.format": "xml"})
+    with pytest.raises(OptionError, match=r"'value\.message'.*nothing unless value\.format is protobuf"):
+        _options(**{"value.format": "avro", "value.schema": json.dumps(SCHEMA), "value.message": "A"})
 
 
 def test_an_inline_schema_types_the_value_column():
@@ -111,7 +113,7 @@ def test_keys_are_typed_by_their_own_options_and_say_why_in_key_error():
 
 
 def test_key_options_need_a_key_format_and_name_their_option():
-    with pytest.raises(OptionError, match=r"'key\.schema'.*nothing unless key\.format is avro or json"):
+    with pytest.raises(OptionError, match=r"'key\.schema'.*nothing unless key\.format is avro, protobuf"):
         _options(**{"key.schema": json.dumps(SCHEMA)})
     with pytest.raises(OptionError, match=r"'key\.format'.*unless schemaRegistry\.url or key\.schema"):
         _options(**{"key.format": "avro"})

@@ -28,14 +28,12 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
-import statistics
 import sys
-import time
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from kafka_bench import ROOT, write_report
+from kafka_bench import ROOT
+from typed_bench import fill_topic, registry_url, run_and_report, same_sample
 
 ORDER = {
     "type": "record",
@@ -129,40 +127,17 @@ def _record(i: int) -> dict:
     }
 
 
-def registry_url() -> str:
-    url = os.environ.get("JETSPARK_SCHEMA_REGISTRY_URL")
-    if url:
-        return url
-    from jetspark.devtools.services import acquire
-
-    return acquire(["registry"]).endpoints.schema_registry_url
-
-
 def ensure_topic(
     bootstrap: str, registry: str, records: int, partitions: int, distinct: int
 ) -> tuple[str, int]:
     """The topic (created and filled on first use) and the schema id its records carry."""
     import fastavro
-    from confluent_kafka import Consumer, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
     schema_id = SchemaRegistryClient({"url": registry}).register_schema(
         SUBJECT, Schema(json.dumps(ORDER), "AVRO")
     )
     topic = f"jetbench_avro_{records}_{partitions}_{schema_id}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    if topic in admin.list_topics(timeout=30).topics:
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jetbench-probe"})
-        total = sum(
-            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)
-        )
-        consumer.close()
-        if total == records:
-            return topic, schema_id
-        admin.delete_topics([topic])[topic].result(60)
-        time.sleep(2)
-    admin.create_topics([NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})])[topic].result(60)
     parsed = fastavro.parse_schema(ORDER)
     header = b"\x00" + schema_id.to_bytes(4, "big")
     pool = []
@@ -170,37 +145,8 @@ def ensure_topic(
         buf = io.BytesIO()
         fastavro.schemaless_writer(buf, parsed, _record(i))
         pool.append(header + buf.getvalue())
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 50,
-            "batch.num.messages": 10_000,
-            "queue.buffering.max.messages": 1_000_000,
-            "compression.type": "lz4",
-        }
-    )
-    t0 = time.monotonic()
-    for i in range(records):
-        while True:
-            try:
-                producer.produce(topic, pool[i % distinct], partition=i % partitions)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    producer.flush(600)
-    size = sum(map(len, pool)) / len(pool)
-    print(
-        f"produced {records} records (about {size:.0f} bytes each) to {topic} in "
-        f"{time.monotonic() - t0:.1f} s",
-        flush=True,
-    )
+    fill_topic(bootstrap, topic, pool, records, partitions)
     return topic, schema_id
-
-
-def _timed(write) -> float:
-    t0 = time.perf_counter()
-    write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - t0
 
 
 def main() -> int:
@@ -267,46 +213,13 @@ def main() -> int:
         .select("partition", "offset", "v.*")
         .collect()
     )
-    key = lambda r: (r.partition, r.offset)  # noqa: E731
-    assert sorted(ours, key=key) == sorted(theirs, key=key), "jetkafka's values differ from from_avro's"
-    print(f"the values of {len(ours)} records equal from_avro's", flush=True)
-    runs: dict[str, list[float]] = {name: [] for name in contenders}
+    same_sample(ours, theirs, "from_avro")
     try:
-        for r in range(args.repeat):
-            for name, make in contenders.items():
-                seconds = _timed(make())
-                runs[name].append(args.records / seconds)
-                print(
-                    f"run {r + 1} {name:9s} {seconds:7.2f} s  {args.records / seconds:12,.0f} records/s  "
-                    f"load {os.getloadavg()[0]:.2f}",
-                    flush=True,
-                )
+        run_and_report("avro", contenders, args.records, args.repeat, "kafka+from_avro",
+                       {"partitions": args.partitions, "distinct": args.distinct,
+                        "schema_fields": len(ORDER["fields"]), "schema_id": schema_id})
     finally:
         spark.stop()
-    median = {name: statistics.median(rates) for name, rates in runs.items()}
-    ratio = median["jetspark"] / median["spark"]
-    load = os.getloadavg()
-    print(
-        f"median of {args.repeat} (records/s): Spark kafka+from_avro {median['spark']:,.0f}, "
-        f"jetkafka value.format=avro {median['jetspark']:,.0f}, jetkafka bytes (ceiling) "
-        f"{median['bytes']:,.0f}; jetspark / Spark = {ratio:.2f}x; load average "
-        + " ".join(f"{x:.2f}" for x in load)
-    )
-    write_report(
-        "avro",
-        {
-            "records": args.records,
-            "partitions": args.partitions,
-            "distinct": args.distinct,
-            "schema_fields": len(ORDER["fields"]),
-            "schema_id": schema_id,
-            "master": "local[2]",
-            "runs": runs,
-            "median": median,
-            "ratio_jetspark_over_spark": ratio,
-            "load_average": load,
-        },
-    )
     return 0
 
 

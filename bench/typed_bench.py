@@ -92,12 +92,14 @@ def run_and_report(name: str, contenders: dict[str, Callable], records: int, rep
                 flush=True,
             )
     median = {c: statistics.median(rates) for c, rates in runs.items()}
-    ratio = median["jetspark"] / median["spark"]
+    ratio = median["jetspark"] / median["spark"] if "spark" in median else None
     load = os.getloadavg()
+    spark = (f"Spark {spark_label} {median['spark']:,.0f}, " if ratio else f"(no Spark {spark_label}) ")
     print(
-        f"median of {repeat} (records/s): Spark {spark_label} {median['spark']:,.0f}, "
-        f"jetkafka value.format={name} {median['jetspark']:,.0f}, jetkafka bytes (ceiling) "
-        f"{median['bytes']:,.0f}; jetspark / Spark = {ratio:.2f}x; load average "
+        f"median of {repeat} (records/s): {spark}jetkafka value.format={name} {median['jetspark']:,.0f}, "
+        f"jetkafka bytes (ceiling) {median['bytes']:,.0f}"
+        + (f"; jetspark / Spark = {ratio:.2f}x" if ratio else "")
+        + f"; jetspark / ceiling = {median['jetspark'] / median['bytes']:.2f}; load average "
         + " ".join(f"{x:.2f}" for x in load)
     )
     write_report(name, {**report, "records": records, "master": "local[2]", "runs": runs, "median": median,

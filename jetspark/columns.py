@@ -36,3 +36,43 @@ def blank(array: pa.Array, stub: np.ndarray | pa.Array | None) -> pa.Array:
         return array
     mask = stub if isinstance(stub, pa.Array | pa.ChunkedArray) else pa.array(stub)
     return pc.if_else(mask, pa.nulls(len(array), array.type), array)
+
+
+# -- columns built from buffers -------------------------------------------------------------------
+# pyarrow imports pandas (about half a second) the first time it converts Python or numpy values
+# (pa.array, pa.scalar, compute functions given Python scalars); a source's read task builds its
+# columns from buffers instead, so a new worker never pays that when it only reads.
+
+_INTEGERS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+
+
+def _validity(mask: np.ndarray | None) -> pa.Buffer | None:
+    """Arrow's validity bitmap of the rows where ``mask`` is false (None: all valid)."""
+    if mask is None or not mask.any():
+        return None
+    return pa.py_buffer(np.packbits(~mask, bitorder="little"))
+
+
+def from_numpy(values: np.ndarray, arrow_type: pa.DataType, mask: np.ndarray | None = None) -> pa.Array:
+    """A boolean, integer or timestamp column of ``values`` (null where ``mask`` is true)."""
+    n = len(values)
+    if pa.types.is_boolean(arrow_type):
+        data = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
+    else:
+        data = np.ascontiguousarray(values, dtype=_INTEGERS[arrow_type.bit_width])
+    return pa.Array.from_buffers(arrow_type, n, [_validity(mask), pa.py_buffer(data)])
+
+
+def filled(value: int | bool | None, arrow_type: pa.DataType, n: int) -> pa.Array:
+    """``n`` rows of one boolean, integer or timestamp (microseconds); None: ``n`` nulls."""
+    if value is None:
+        return pa.nulls(n, arrow_type)
+    kind = bool if pa.types.is_boolean(arrow_type) else _INTEGERS[arrow_type.bit_width]
+    return from_numpy(np.full(n, value, dtype=kind), arrow_type)
+
+
+def filled_text(text: str, n: int) -> pa.Array:
+    """``n`` rows of one string."""
+    raw = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(raw * n)])

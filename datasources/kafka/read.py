@@ -24,7 +24,7 @@ from confluent_kafka import KafkaError as KError
 from confluent_kafka import TopicPartition as KTopicPartition
 
 from jetspark import faults
-from jetspark.columns import TIMESTAMP_TYPE, blank
+from jetspark.columns import TIMESTAMP_TYPE, blank, filled, filled_text, from_numpy
 from jetspark.datasources.kafka.consumers import (
     DATA_LOSS_CODES,
     WAIT_S,
@@ -111,7 +111,7 @@ def _read(consumer: Consumer, settings: ReadSettings, rng: RangeSpec) -> Iterato
     pos = rng.start
     consumer.assign([KTopicPartition(rng.topic, rng.partition, pos)])
     running = rng.start_max_ts
-    wm_scalar = pa.scalar(to_us(rng.watermark), TIMESTAMP_TYPE)
+    wm_us = to_us(rng.watermark)
     waited = Patience(settings.poll_timeout_ms)
     while pos < rng.end:
         # consume() returns when it has n messages or after its timeout: short waits, so gaps
@@ -142,7 +142,7 @@ def _read(consumer: Consumer, settings: ReadSettings, rng: RangeSpec) -> Iterato
                     raise JetsparkError(f"reading topic {rng.topic!r} partition {rng.partition}: {err}")
             msgs = data
         if msgs:
-            converted = _to_batch(msgs, settings, rng, running, wm_scalar)
+            converted = _to_batch(msgs, settings, rng, running, wm_us)
             if converted is None:  # every record was at or past the end
                 return
             batch, running, last = converted
@@ -159,7 +159,7 @@ def _read_native(consumer: NativeConsumer, settings: ReadSettings,
     pos = rng.start
     consumer.assign(rng.topic, rng.partition, pos)
     running = rng.start_max_ts
-    wm_scalar = pa.scalar(to_us(rng.watermark), TIMESTAMP_TYPE)
+    wm_us = to_us(rng.watermark)
     waited = Patience(settings.poll_timeout_ms)
     while pos < rng.end:
         chunk = consumer.read(min(settings.chunk_rows, rng.end - pos), rng.end, int(WAIT_S * 1000),
@@ -176,7 +176,7 @@ def _read_native(consumer: NativeConsumer, settings: ReadSettings,
             late, running = _late(ts, settings, rng, running, ignored)
             stub = _stub(late, settings)
             headers = None if chunk.headers is None else blank(chunk.headers, stub)
-            yield _assemble(settings, rng, wm_scalar, blank(chunk.keys, stub), blank(chunk.values, stub),
+            yield _assemble(settings, rng, wm_us, blank(chunk.keys, stub), blank(chunk.values, stub),
                             headers, chunk.offsets, chunk.timestamps, chunk.timestamp_types, late, stub,
                             event_col, ignored)
             faults.point("jetkafka.read_chunk")
@@ -206,7 +206,7 @@ def _resume_after_loss(settings: ReadSettings, rng: RangeSpec, pos: int, low: in
 
 
 def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int | None,
-              wm_scalar: pa.Scalar) -> tuple[pa.RecordBatch, int | None, int] | None:
+              wm_us: int | None) -> tuple[pa.RecordBatch, int | None, int] | None:
     """Arrow batch of the messages before ``rng.end``, the running max event time after them,
     and the last offset kept; None when every message is at or past the end."""
     n = len(msgs)
@@ -234,7 +234,7 @@ def _to_batch(msgs: list, settings: ReadSettings, rng: RangeSpec, running: int |
                             for h in map(Message.headers, msgs)], HEADERS_TYPE, mask=stub)
     # confluent-kafka: 0 none, 1 create time, 2 log-append time; Spark/Kafka ids: -1, 0, 1.
     types = (pairs[:, 0] - 1).astype(np.int32)
-    batch = _assemble(settings, rng, wm_scalar, keys, values, headers, offsets, ts, types, late, stub,
+    batch = _assemble(settings, rng, wm_us, keys, values, headers, offsets, ts, types, late, stub,
                       event_col, ignored)
     return batch, running, int(offsets[-1])
 
@@ -260,26 +260,27 @@ def _stub(late: np.ndarray, settings: ReadSettings) -> np.ndarray | None:
     return late if (not settings.keep_late and late.any()) else None
 
 
-def _assemble(settings: ReadSettings, rng: RangeSpec, wm_scalar: pa.Scalar, keys: pa.Array, values: pa.Array,
+def _assemble(settings: ReadSettings, rng: RangeSpec, wm_us: int | None, keys: pa.Array, values: pa.Array,
               headers: pa.Array | None, offsets: np.ndarray, ts_ms: np.ndarray, types: np.ndarray,
               late: np.ndarray, stub: np.ndarray | None, event_col: pa.Array | None = None,
               ignored: np.ndarray | None = None) -> pa.RecordBatch:
     """One batch in the source's schema; ``stub`` rows (dropped late records) are heartbeats.
     ``ignored`` records (beyond the cut-off) have a null ``timestamp`` when it is their event
-    time (no ``eventTime.field``; with it, their ``eventTime`` is already null)."""
+    time (no ``eventTime.field``; with it, their ``eventTime`` is already null). Built from
+    buffers (:func:`jetspark.columns.from_numpy`): a read task does not import pandas."""
     n = len(offsets)
     null_ts = ignored if settings.event_time is None else None
     arrays = [
         keys, values,
-        pa.repeat(rng.topic, n), pa.repeat(pa.scalar(rng.partition, pa.int32()), n),
-        pa.array(offsets, pa.int64()),
-        pa.array(ts_ms * 1000, TIMESTAMP_TYPE, mask=null_ts),
-        pa.array(types, pa.int32()),
+        filled_text(rng.topic, n), filled(rng.partition, pa.int32(), n),
+        from_numpy(offsets, pa.int64()),
+        from_numpy(np.asarray(ts_ms, np.int64) * 1000, TIMESTAMP_TYPE, mask=null_ts),
+        from_numpy(types, pa.int32()),
     ]
     if settings.include_headers:
         arrays.append(headers)
-    heartbeat = pa.array(late, pa.bool_()) if stub is not None else pa.repeat(pa.scalar(False), n)
-    arrays += [pa.repeat(wm_scalar, n), heartbeat, pa.array(late, pa.bool_())]
+    heartbeat = from_numpy(late, pa.bool_()) if stub is not None else filled(False, pa.bool_(), n)
+    arrays += [filled(wm_us, TIMESTAMP_TYPE, n), heartbeat, from_numpy(late, pa.bool_())]
     if settings.event_time is not None:
         arrays.append(event_col)
     schema = arrow_schema(settings.include_headers, settings.event_time is not None)

@@ -126,6 +126,24 @@ def mixed_topic(kafka_bootstrap):
     admin.delete_topics([topic])
 
 
+def test_a_read_task_does_not_import_pandas(kafka_bootstrap, mixed_topic):
+    """A new Python worker that only reads pays no pandas import (about half a second): the
+    batch is built from buffers. Late-record flags and watermarks included."""
+    code = f"""
+import sys
+from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
+s = ReadSettings(kafka={{"bootstrap.servers": {kafka_bootstrap!r}, "group.id": "no-pandas"}},
+                 include_headers=True, keep_late=True, fail_on_data_loss=True, poll_timeout_ms=30_000,
+                 chunk_rows=7)
+rng = RangeSpec({mixed_topic!r}, 0, 0, 40, start_max_ts=None, w_prev={BASE_TS + 3_000}, watermark={BASE_TS})
+rows = sum(b.num_rows for b in read_range(s, rng, native=True))
+print(rows, "pandas" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-2:] == ["40", "False"]
+
+
 @pytest.mark.parametrize("include_headers", [False, True], ids=["plain", "headers"])
 @pytest.mark.parametrize("keep_late", [True, False], ids=["keep-late", "drop-late"])
 def test_same_batches_for_nulls_empty_values_headers_and_late_records(kafka_bootstrap, mixed_topic,

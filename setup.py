@@ -57,14 +57,14 @@ setup(
         Extension(
             "jetspark.schemas._avro_arrow",
             sources=["jetspark/schemas/_avro_arrow.c"],
-            depends=["native/growable_buffer.h"],
+            depends=["native/growable_buffer.h", "native/record_columns.h"],
             include_dirs=["native"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
         ),
         Extension(
             "jetspark.schemas._protobuf_arrow",
             sources=["jetspark/schemas/_protobuf_arrow.c"],
-            depends=["native/growable_buffer.h"],
+            depends=["native/growable_buffer.h", "native/record_columns.h"],
             include_dirs=["native"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
         ),

@@ -104,7 +104,7 @@ if [ "$TARGET" = test ] || { command -v gcc >/dev/null && has_python_headers; };
 extras_ok() { [ -f "$stamp" ] && for e in ${EXTRAS//,/ }; do grep -qx "$e" "$stamp" || return 1; done; }
 if ! extras_ok || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
    || [ datasources/kafka/_kafka_arrow.c -nt "$stamp" ] || [ datasources/kafka/_rdkafka_api.h -nt "$stamp" ] \
-   || [ jetspark/schemas/_avro_arrow.c -nt "$stamp" ] || [ jetspark/schemas/_protobuf_arrow.c -nt "$stamp" ] || [ native/growable_buffer.h -nt "$stamp" ] \
+   || [ jetspark/schemas/_avro_arrow.c -nt "$stamp" ] || [ jetspark/schemas/_protobuf_arrow.c -nt "$stamp" ] || [ native/growable_buffer.h -nt "$stamp" ] || [ native/record_columns.h -nt "$stamp" ] \
    || { [ "$require_native" -eq 1 ] && ! native_ok; }; then
   installed=$(cat "$stamp" 2>/dev/null | paste -sd, - || true)
   all=$(printf '%s\n' ${EXTRAS//,/ } ${installed//,/ } | sort -u | paste -sd, -)

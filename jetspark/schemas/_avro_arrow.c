@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "growable_buffer.h"
+#include "record_columns.h"
 
 /* Node kinds: the program's words (keep in step with avro_program.py). */
 enum {
@@ -36,14 +37,8 @@ enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_BRANCH = 3, E_ENUM = 4, E_LENGTH =
 typedef struct Node {
     int kind, out, store, nchildren, arg;  /* arg: fixed size, enum symbols, union null branch */
     struct Node **children;
-    Buf validity, values, offsets, data;   /* offsets: int32, data: bytes */
-    int64_t count;                         /* elements stored */
-    int32_t data_len;                      /* bytes (var-width) or children (array, map) so far */
+    Columns col;                           /* data_len: bytes (var-width) or children (array, map) */
 } Node;
-
-typedef struct {
-    const uint8_t *p, *end;
-} Cursor;
 
 static int read_long(Cursor *c, int64_t *out) {
     uint64_t v = 0;
@@ -81,16 +76,16 @@ static int nested_offsets(const Node *n) { return n->kind == K_ARRAY || n->kind 
 
 /* One element: its validity byte; the caller has put the value. */
 static int valid(Node *n, uint8_t v) {
-    if (buf_put(&n->validity, &v, 1))
+    if (buf_put(&n->col.validity, &v, 1))
         return E_MEMORY;
-    n->count++;
+    n->col.count++;
     return E_OK;
 }
 
 static int append_null(Node *n);
 
 static int close_offset(Node *n) {
-    return buf_put(&n->offsets, &n->data_len, 4) ? E_MEMORY : E_OK;
+    return buf_put(&n->col.offsets, &n->col.data_len, 4) ? E_MEMORY : E_OK;
 }
 
 /* A null element in n and, for a record or union, in every stored child. */
@@ -99,10 +94,10 @@ static int append_null(Node *n) {
         return E_OK;
     int size = element_size(n);
     if (size) {
-        if (buf_reserve(&n->values, size))
+        if (buf_reserve(&n->col.values, size))
             return E_MEMORY;
-        memset(n->values.p + n->values.len, 0, size);
-        n->values.len += size;
+        memset(n->col.values.p + n->col.values.len, 0, size);
+        n->col.values.len += size;
     } else if (var_width(n) || nested_offsets(n)) {
         if (close_offset(n))
             return E_MEMORY;
@@ -128,18 +123,18 @@ static int store_number(Node *n, double d, int64_t l, int is_float) {
     int kind_out = n->out;
     if (n->kind == K_FLOAT && kind_out == O_SAME) {
         float f = (float)d;
-        e = buf_put(&n->values, &f, 4) ? E_MEMORY : E_OK;
+        e = buf_put(&n->col.values, &f, 4) ? E_MEMORY : E_OK;
     } else if (n->kind == K_DOUBLE || kind_out == O_FLOAT64) {
         double v = is_float ? d : (double)l;
-        e = buf_put(&n->values, &v, 8) ? E_MEMORY : E_OK;
+        e = buf_put(&n->col.values, &v, 8) ? E_MEMORY : E_OK;
     } else if (kind_out == O_FLOAT32) {
         float v = is_float ? (float)d : (float)l;
-        e = buf_put(&n->values, &v, 4) ? E_MEMORY : E_OK;
+        e = buf_put(&n->col.values, &v, 4) ? E_MEMORY : E_OK;
     } else if (n->kind == K_LONG || kind_out == O_INT64) {
-        e = buf_put(&n->values, &l, 8) ? E_MEMORY : E_OK;
+        e = buf_put(&n->col.values, &l, 8) ? E_MEMORY : E_OK;
     } else {
         int32_t v = (int32_t)l;
-        e = buf_put(&n->values, &v, 4) ? E_MEMORY : E_OK;
+        e = buf_put(&n->col.values, &v, 4) ? E_MEMORY : E_OK;
     }
     return e ? e : valid(n, 1);
 }
@@ -172,7 +167,7 @@ static int store_decimal(Node *n, const uint8_t *b, int64_t len) {
     int64_t k = len < 16 ? len : 16;
     for (int64_t i = 0; i < k; i++)
         out[i] = b[len - 1 - i];  /* little-endian */
-    if (buf_put(&n->values, out, 16))
+    if (buf_put(&n->col.values, out, 16))
         return E_MEMORY;
     return valid(n, 1);
 }
@@ -200,9 +195,9 @@ static int decode_items(Node *n, Cursor *c, int is_map) {
                 return e;
             if ((e = decode(n->children[is_map], c)))
                 return e;
-            if (n->data_len == INT32_MAX)
+            if (n->col.data_len == INT32_MAX)
                 return E_LENGTH;
-            n->data_len++;
+            n->col.data_len++;
         }
     }
     if (!n->store)
@@ -226,7 +221,7 @@ static int decode(Node *n, Cursor *c) {
             return E_OK;
         {
             uint8_t v = *b ? 1 : 0;
-            if (buf_put(&n->values, &v, 1))
+            if (buf_put(&n->col.values, &v, 1))
                 return E_MEMORY;
         }
         return valid(n, 1);
@@ -254,11 +249,11 @@ static int decode(Node *n, Cursor *c) {
             return e;
         if (!n->store)
             return E_OK;
-        if ((int64_t)n->data_len + l > INT32_MAX)
+        if ((int64_t)n->col.data_len + l > INT32_MAX)
             return E_LENGTH;
-        if (buf_put(&n->data, b, (size_t)l))
+        if (buf_put(&n->col.data, b, (size_t)l))
             return E_MEMORY;
-        n->data_len += (int32_t)l;
+        n->col.data_len += (int32_t)l;
         if ((e = close_offset(n)))
             return e;
         return valid(n, 1);
@@ -267,7 +262,7 @@ static int decode(Node *n, Cursor *c) {
             return e;
         if (!n->store)
             return E_OK;
-        if (buf_put(&n->values, b, (size_t)n->arg))
+        if (buf_put(&n->col.values, b, (size_t)n->arg))
             return E_MEMORY;
         return valid(n, 1);
     case K_DECIMAL_BYTES:
@@ -348,7 +343,7 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
     }
     if ((var_width(n) || nested_offsets(n)) && n->store) {
         int32_t zero = 0;
-        if (buf_put(&n->offsets, &zero, 4))
+        if (buf_put(&n->col.offsets, &zero, 4))
             return NULL;
     }
     return n;
@@ -357,20 +352,14 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
 static void free_nodes(Node **all, int nall) {
     for (int i = 0; i < nall; i++) {
         free(all[i]->children);
-        buf_free(&all[i]->validity);
-        buf_free(&all[i]->values);
-        buf_free(&all[i]->offsets);
-        buf_free(&all[i]->data);
+        columns_free(&all[i]->col);
         free(all[i]);
     }
     free(all);
 }
 
-typedef struct {
-    size_t validity, values, offsets, data;
-    int64_t count;
-    int32_t data_len;
-} Mark;
+static int decode_root(void *root, Cursor *c) { return decode((Node *)root, c); }
+static int null_root(void *root) { return append_null((Node *)root); }
 
 static PyObject *py_decode(PyObject *self, PyObject *args) {
     (void)self;
@@ -380,6 +369,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Node **all = NULL;
     int nall = 0;
+    Columns **cols = NULL;
     Mark *marks = NULL;
     char *errors = NULL;
     Py_ssize_t at = 0;
@@ -389,65 +379,29 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "malformed Avro decoding program");
         goto done;
     }
+    cols = malloc(sizeof(Columns *) * (nall ? nall : 1));
     marks = malloc(sizeof(Mark) * (nall ? nall : 1));
     errors = calloc(nrec ? nrec : 1, 1);
-    if (!marks || !errors) {
+    if (!cols || !marks || !errors) {
         PyErr_NoMemory();
         goto done;
     }
-    const int64_t *s0 = (const int64_t *)starts.buf, *s1 = (const int64_t *)ends.buf;
-    const uint8_t *d = (const uint8_t *)data.buf;
-    int memory = 0;
+    for (int i = 0; i < nall; i++)
+        cols[i] = &all[i]->col;
+    int failed;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < nrec && !memory; r++) {
-        for (int i = 0; i < nall; i++) {
-            Node *n = all[i];
-            marks[i] = (Mark){n->validity.len, n->values.len, n->offsets.len, n->data.len, n->count, n->data_len};
-        }
-        int e;
-        if (s1[r] < s0[r] || s0[r] < 0 || s1[r] > data.len) {
-            e = E_LENGTH;
-        } else {
-            Cursor c = {d + s0[r], d + s1[r]};
-            e = decode(root, &c);
-        }
-        if (e) {
-            for (int i = 0; i < nall; i++) {  /* roll the record back in every node */
-                Node *n = all[i];
-                n->validity.len = marks[i].validity;
-                n->values.len = marks[i].values;
-                n->offsets.len = marks[i].offsets;
-                n->data.len = marks[i].data;
-                n->count = marks[i].count;
-                n->data_len = marks[i].data_len;
-            }
-            errors[r] = (char)e;
-            if (e == E_MEMORY || append_null(root))
-                memory = 1;
-        }
-    }
+    failed = decode_records(root, cols, nall, marks, (const int64_t *)starts.buf, (const int64_t *)ends.buf,
+                            nrec, (const uint8_t *)data.buf, data.len, errors, decode_root, null_root,
+                            E_LENGTH, E_MEMORY);
     Py_END_ALLOW_THREADS
-    if (memory) {
+    if (failed)
         PyErr_NoMemory();
-        goto done;
-    }
-    PyObject *nodes = PyList_New(nall);
-    if (!nodes)
-        goto done;
-    for (int i = 0; i < nall; i++) {
-        Node *n = all[i];
-        PyObject *t = Py_BuildValue("(LNNNN)", (long long)n->count, buf_bytes(&n->validity),
-                                    buf_bytes(&n->values), buf_bytes(&n->offsets), buf_bytes(&n->data));
-        if (!t) {
-            Py_DECREF(nodes);
-            goto done;
-        }
-        PyList_SET_ITEM(nodes, i, t);
-    }
-    result = Py_BuildValue("(NN)", nodes, PyBytes_FromStringAndSize(errors, nrec));
+    else
+        result = columns_result(cols, nall, errors, nrec);
 done:
     if (all)
         free_nodes(all, nall);
+    free(cols);
     free(marks);
     free(errors);
     PyBuffer_Release(&prog);

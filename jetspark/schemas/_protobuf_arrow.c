@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "growable_buffer.h"
+#include "record_columns.h"
 
 /* Node kinds: the program's words (keep in step with protobuf_program.py). */
 enum {
@@ -56,14 +57,8 @@ typedef struct Node {
     struct Node **children;
     Slot *slots;             /* messages: the last occurrence of each singular child */
     int16_t *direct;         /* messages: child index by field number (< DIRECT_FIELDS), -1 none */
-    Buf validity, values, offsets, data;
-    int64_t count;
-    int32_t data_len;        /* bytes (K_BYTES) or elements (K_LIST) so far */
+    Columns col;             /* data_len: bytes (K_BYTES) or elements (K_LIST) so far */
 } Node;
-
-typedef struct {
-    const uint8_t *p, *end;
-} Cursor;
 
 static int read_varint(Cursor *c, uint64_t *out) {
     uint64_t v = 0;
@@ -147,14 +142,14 @@ static int element_size(const Node *n) {
 }
 
 static int valid(Node *n, uint8_t v) {
-    if (buf_put(&n->validity, &v, 1))
+    if (buf_put(&n->col.validity, &v, 1))
         return E_MEMORY;
-    n->count++;
+    n->col.count++;
     return E_OK;
 }
 
 static int close_offset(Node *n) {
-    return buf_put(&n->offsets, &n->data_len, 4) ? E_MEMORY : E_OK;
+    return buf_put(&n->col.offsets, &n->col.data_len, 4) ? E_MEMORY : E_OK;
 }
 
 /* A null element in n and, for a message, in every stored child (a list: an empty one). */
@@ -163,10 +158,10 @@ static int append_null(Node *n) {
         return E_OK;
     int size = element_size(n);
     if (size) {
-        if (buf_reserve(&n->values, size))
+        if (buf_reserve(&n->col.values, size))
             return E_MEMORY;
-        memset(n->values.p + n->values.len, 0, size);
-        n->values.len += size;
+        memset(n->col.values.p + n->col.values.len, 0, size);
+        n->col.values.len += size;
     } else if (n->kind == K_BYTES || n->kind == K_LIST) {
         if (close_offset(n))
             return E_MEMORY;
@@ -190,26 +185,26 @@ static int store_scalar(Node *n, uint64_t bits) {
     switch (n->kind) {
     case K_BOOL: {
         uint8_t v = bits != 0;
-        e = buf_put(&n->values, &v, 1);
+        e = buf_put(&n->col.values, &v, 1);
         break;
     }
     case K_SINT32: {
         int32_t v = (int32_t)((uint32_t)(bits >> 1) ^ -(uint32_t)(bits & 1));
-        e = buf_put(&n->values, &v, 4);
+        e = buf_put(&n->col.values, &v, 4);
         break;
     }
     case K_SINT64: {
         int64_t v = (int64_t)((bits >> 1) ^ -(bits & 1));
-        e = buf_put(&n->values, &v, 8);
+        e = buf_put(&n->col.values, &v, 8);
         break;
     }
     case K_INT32: case K_UINT32: case K_ENUM: case K_FIXED32: case K_FLOAT: {
         uint32_t v = (uint32_t)bits;
-        e = buf_put(&n->values, &v, 4);
+        e = buf_put(&n->col.values, &v, 4);
         break;
     }
     default:
-        e = buf_put(&n->values, &bits, 8);
+        e = buf_put(&n->col.values, &bits, 8);
     }
     return e ? E_MEMORY : valid(n, 1);
 }
@@ -219,11 +214,11 @@ static int store_bytes(Node *n, const uint8_t *b, size_t len) {
         return E_OK;
     if ((n->flags & F_IMPLICIT) && len == 0)
         return append_null(n);
-    if ((int64_t)n->data_len + (int64_t)len > INT32_MAX)
+    if ((int64_t)n->col.data_len + (int64_t)len > INT32_MAX)
         return E_LENGTH;
-    if (buf_put(&n->data, b, len))
+    if (buf_put(&n->col.data, b, len))
         return E_MEMORY;
-    n->data_len += (int32_t)len;
+    n->col.data_len += (int32_t)len;
     return close_offset(n) ? E_MEMORY : valid(n, 1);
 }
 
@@ -252,7 +247,7 @@ static int decode_timestamp(Node *n, Cursor *c) {
     if (!(n->flags & F_STORE))
         return E_OK;
     int64_t micros = (int64_t)((uint64_t)seconds * 1000000u) + nanos / 1000;
-    return buf_put(&n->values, &micros, 8) ? E_MEMORY : valid(n, 1);
+    return buf_put(&n->col.values, &micros, 8) ? E_MEMORY : valid(n, 1);
 }
 
 /* One value of element node n from the cursor, the wire type being n's. */
@@ -324,18 +319,18 @@ static int decode_message(Node *n, Cursor *c, int depth) {
                 while (run.p < run.end) {
                     if ((e = decode_value(item, &run, depth)))
                         return e;
-                    if (child->data_len == INT32_MAX)
+                    if (child->col.data_len == INT32_MAX)
                         return E_LENGTH;
-                    child->data_len++;
+                    child->col.data_len++;
                 }
                 continue;
             }
             if (wire == wire_of(item->kind)) {
                 if ((e = decode_value(item, c, depth)))
                     return e;
-                if (child->data_len == INT32_MAX)
+                if (child->col.data_len == INT32_MAX)
                     return E_LENGTH;
-                child->data_len++;
+                child->col.data_len++;
                 continue;
             }
         } else if (child && wire == wire_of(child->kind)) {
@@ -455,7 +450,7 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
     }
     if ((n->kind == K_BYTES || n->kind == K_LIST) && (n->flags & F_STORE)) {
         int32_t zero = 0;
-        if (buf_put(&n->offsets, &zero, 4))
+        if (buf_put(&n->col.offsets, &zero, 4))
             return NULL;
     }
     return n;
@@ -466,20 +461,14 @@ static void free_nodes(Node **all, int nall) {
         free(all[i]->children);
         free(all[i]->slots);
         free(all[i]->direct);
-        buf_free(&all[i]->validity);
-        buf_free(&all[i]->values);
-        buf_free(&all[i]->offsets);
-        buf_free(&all[i]->data);
+        columns_free(&all[i]->col);
         free(all[i]);
     }
     free(all);
 }
 
-typedef struct {
-    size_t validity, values, offsets, data;
-    int64_t count;
-    int32_t data_len;
-} Mark;
+static int decode_root(void *root, Cursor *c) { return decode_message((Node *)root, c, 0); }
+static int null_root(void *root) { return append_null((Node *)root); }
 
 static PyObject *py_decode(PyObject *self, PyObject *args) {
     (void)self;
@@ -489,6 +478,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     Node **all = NULL;
     int nall = 0;
+    Columns **cols = NULL;
     Mark *marks = NULL;
     char *errors = NULL;
     Py_ssize_t at = 0;
@@ -498,65 +488,29 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "malformed Protobuf decoding program");
         goto done;
     }
+    cols = malloc(sizeof(Columns *) * (nall ? nall : 1));
     marks = malloc(sizeof(Mark) * (nall ? nall : 1));
     errors = calloc(nrec ? nrec : 1, 1);
-    if (!marks || !errors) {
+    if (!cols || !marks || !errors) {
         PyErr_NoMemory();
         goto done;
     }
-    const int64_t *s0 = (const int64_t *)starts.buf, *s1 = (const int64_t *)ends.buf;
-    const uint8_t *d = (const uint8_t *)data.buf;
-    int memory = 0;
+    for (int i = 0; i < nall; i++)
+        cols[i] = &all[i]->col;
+    int failed;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < nrec && !memory; r++) {
-        for (int i = 0; i < nall; i++) {
-            Node *n = all[i];
-            marks[i] = (Mark){n->validity.len, n->values.len, n->offsets.len, n->data.len, n->count, n->data_len};
-        }
-        int e;
-        if (s1[r] < s0[r] || s0[r] < 0 || s1[r] > data.len) {
-            e = E_LENGTH;
-        } else {
-            Cursor c = {d + s0[r], d + s1[r]};
-            e = decode_message(root, &c, 0);
-        }
-        if (e) {
-            for (int i = 0; i < nall; i++) {  /* roll the record back in every node */
-                Node *n = all[i];
-                n->validity.len = marks[i].validity;
-                n->values.len = marks[i].values;
-                n->offsets.len = marks[i].offsets;
-                n->data.len = marks[i].data;
-                n->count = marks[i].count;
-                n->data_len = marks[i].data_len;
-            }
-            errors[r] = (char)e;
-            if (e == E_MEMORY || append_null(root))
-                memory = 1;
-        }
-    }
+    failed = decode_records(root, cols, nall, marks, (const int64_t *)starts.buf, (const int64_t *)ends.buf,
+                            nrec, (const uint8_t *)data.buf, data.len, errors, decode_root, null_root,
+                            E_LENGTH, E_MEMORY);
     Py_END_ALLOW_THREADS
-    if (memory) {
+    if (failed)
         PyErr_NoMemory();
-        goto done;
-    }
-    PyObject *nodes = PyList_New(nall);
-    if (!nodes)
-        goto done;
-    for (int i = 0; i < nall; i++) {
-        Node *n = all[i];
-        PyObject *t = Py_BuildValue("(LNNNN)", (long long)n->count, buf_bytes(&n->validity),
-                                    buf_bytes(&n->values), buf_bytes(&n->offsets), buf_bytes(&n->data));
-        if (!t) {
-            Py_DECREF(nodes);
-            goto done;
-        }
-        PyList_SET_ITEM(nodes, i, t);
-    }
-    result = Py_BuildValue("(NN)", nodes, PyBytes_FromStringAndSize(errors, nrec));
+    else
+        result = columns_result(cols, nall, errors, nrec);
 done:
     if (all)
         free_nodes(all, nall);
+    free(cols);
     free(marks);
     free(errors);
     PyBuffer_Release(&prog);

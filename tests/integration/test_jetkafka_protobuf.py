@@ -153,3 +153,31 @@ def test_a_stream_with_the_event_time_from_a_timestamp_field(
     assert [r.id for r in rows[:3]] == [1, 2, 3]
     assert [r.eventTime for r in rows] == [PLACED.replace(tzinfo=None)] * 3 + [None] * 6
     assert [r.valueError is None for r in rows] == [True] * 3 + [False] * 5 + [True]  # the tombstone
+
+
+def test_protobuf_keys_from_their_own_subject_beside_protobuf_values(
+        spark, kafka_bootstrap, schema_registry_url, kafka_topic):
+    """Keys written by ProtobufSerializer under ``<topic>-key`` (a Line as the key) and Order
+    values under ``<topic>-value``: each column typed by its own subject, ``keyError`` first."""
+    import time
+
+    from tests.integration.scripts.jetkafka_common import produce
+
+    topic = kafka_topic()
+    client = SchemaRegistryClient({"url": schema_registry_url})
+    conf = {"use.deprecated.format": False}
+    keys = ProtobufSerializer(Line2, client, conf)
+    values = ProtobufSerializer(Order2, client, conf)
+    key_ctx = SerializationContext(topic, MessageField.KEY)
+    value_ctx = SerializationContext(topic, MessageField.VALUE)
+    records = [(keys(Line2(sku="k", n=1), key_ctx), values(_order(Order2, id=9), value_ctx)),
+               (b"not protobuf", values(_order(Order2, id=10), value_ctx))]
+    now = int(time.time() * 1000)
+    produce(kafka_bootstrap, topic, [(0, k, v, now + i) for i, (k, v) in enumerate(records)])
+    df = _read(spark, kafka_bootstrap, topic, schema_registry_url, **{"key.format": "protobuf",
+                                                                      "key.message": "Order.Line"})
+    assert df.columns[-2:] == ["keyError", "valueError"]
+    rows = df.orderBy("offset").select("key", "value.id", "keyError", "valueError").collect()
+    assert rows[0].key.asDict() == {"sku": "k", "n": 1} and rows[0].id == 9
+    assert rows[1].key is None and "not in Confluent's wire format" in rows[1].keyError
+    assert rows[1].id == 10 and [r.valueError for r in rows] == [None, None]

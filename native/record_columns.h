@@ -90,4 +90,33 @@ static PyObject *columns_result(Columns **cols, int ncols, const char *errors, P
     return Py_BuildValue("(NN)", nodes, PyBytes_FromStringAndSize(errors, nrec));
 }
 
+/* decode_records over Python buffers of int64 starts and ends and the data, the GIL released:
+ * what columns_result gives, or NULL with an exception set. */
+static PyObject *decode_to_python(void *root, Columns **cols, int ncols, const Py_buffer *starts,
+                                  const Py_buffer *ends, const Py_buffer *data,
+                                  int (*decode)(void *, Cursor *), int (*append_null)(void *),
+                                  int e_length, int e_memory) {
+    Py_ssize_t nrec = starts->len / 8;
+    Mark *marks = malloc(sizeof(Mark) * (ncols ? ncols : 1));
+    char *errors = calloc(nrec ? nrec : 1, 1);
+    PyObject *result = NULL;
+    if (!marks || !errors) {
+        PyErr_NoMemory();
+    } else {
+        int failed;
+        Py_BEGIN_ALLOW_THREADS
+        failed = decode_records(root, cols, ncols, marks, (const int64_t *)starts->buf,
+                                (const int64_t *)ends->buf, nrec, (const uint8_t *)data->buf, data->len,
+                                errors, decode, append_null, e_length, e_memory);
+        Py_END_ALLOW_THREADS
+        if (failed)
+            PyErr_NoMemory();
+        else
+            result = columns_result(cols, ncols, errors, nrec);
+    }
+    free(marks);
+    free(errors);
+    return result;
+}
+
 #endif

@@ -479,40 +479,25 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     Node **all = NULL;
     int nall = 0;
     Columns **cols = NULL;
-    Mark *marks = NULL;
-    char *errors = NULL;
     Py_ssize_t at = 0;
-    Py_ssize_t nrec = starts.len / 8;
     Node *root = build((const int32_t *)prog.buf, prog.len / 4, &at, &all, &nall, 0);
     if (!root || root->kind != K_MESSAGE || at != prog.len / 4 || ends.len != starts.len) {
         PyErr_SetString(PyExc_ValueError, "malformed Protobuf decoding program");
         goto done;
     }
     cols = malloc(sizeof(Columns *) * (nall ? nall : 1));
-    marks = malloc(sizeof(Mark) * (nall ? nall : 1));
-    errors = calloc(nrec ? nrec : 1, 1);
-    if (!cols || !marks || !errors) {
+    if (!cols) {
         PyErr_NoMemory();
         goto done;
     }
     for (int i = 0; i < nall; i++)
         cols[i] = &all[i]->col;
-    int failed;
-    Py_BEGIN_ALLOW_THREADS
-    failed = decode_records(root, cols, nall, marks, (const int64_t *)starts.buf, (const int64_t *)ends.buf,
-                            nrec, (const uint8_t *)data.buf, data.len, errors, decode_root, null_root,
-                            E_LENGTH, E_MEMORY);
-    Py_END_ALLOW_THREADS
-    if (failed)
-        PyErr_NoMemory();
-    else
-        result = columns_result(cols, nall, errors, nrec);
+    result = decode_to_python(root, cols, nall, &starts, &ends, &data, decode_root, null_root, E_LENGTH,
+                              E_MEMORY);
 done:
     if (all)
         free_nodes(all, nall);
     free(cols);
-    free(marks);
-    free(errors);
     PyBuffer_Release(&prog);
     PyBuffer_Release(&starts);
     PyBuffer_Release(&ends);

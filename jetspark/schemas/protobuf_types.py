@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescriptor
+from google.protobuf.message import DecodeError
 from pyspark.sql import types as T
 
 from jetspark.errors import JetsparkError
@@ -39,9 +40,7 @@ def file_proto(text: str) -> descriptor_pb2.FileDescriptorProto:
     try:
         raw = base64.b64decode(text.strip(), validate=True)
         proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
-    except (binascii.Error, ValueError, Exception) as e:  # DecodeError is the protobuf runtime's own
-        if isinstance(e, (KeyboardInterrupt, SystemExit)):
-            raise
+    except (binascii.Error, ValueError, DecodeError):
         raise ProtobufSchemaError(
             "the Protobuf schema is .proto text, not a serialized descriptor: jetspark reads the "
             "serialized form (a base64 FileDescriptorProto), which confluent-kafka's serializers "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Callable
 
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -112,9 +113,11 @@ def message(file: FileDescriptor, name: str | None) -> Descriptor:
                               f"{', '.join(_all_messages(file))})")
 
 
+@functools.lru_cache(maxsize=1024)
 def message_at(file: FileDescriptor, indexes: tuple[int, ...]) -> str | None:
     """The full name of the message at ``indexes`` (Confluent's message indexes: a top-level
-    message, then nested ones), or None when there is none."""
+    message, then nested ones), or None when there is none; kept per file, so a read task parses
+    the file's descriptor once per message key, not once per chunk."""
     proto = descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb)
     found, names = proto.message_type, [file.package] if file.package else []
     for i in indexes:

@@ -54,7 +54,7 @@ from jetspark.schemas import json_schema_types, json_values, protobuf_program, p
 from jetspark.schemas.avro_program import ERRORS, Program, compile_program, decode
 from jetspark.schemas.avro_types import AvroSchemaError, spark_type
 from jetspark.schemas.registry import RegisteredSchema, RegistryClient, RegistrySettings, SchemaRegistryError
-from jetspark.schemas.subjects import STRATEGIES, subject_name
+from jetspark.schemas.subjects import subject_option, version_option
 
 COLUMNS = ("key", "value")
 """The columns that can be typed, in the order their error columns follow the others."""
@@ -138,7 +138,7 @@ class TypedValues:
                               f"bytes, unless schemaRegistry.url or {column}.schema is given")
         else:
             client = RegistryClient(registry)
-            reader = client.version(_subject(opts, topics, column), _version(opts, column),
+            reader = client.version(subject_option(opts, topics, column), version_option(opts, column),
                                     serialized=fmt == "protobuf")
             if reader.schema_type != _FORMATS[fmt].registry_type:
                 wanted = _FORMAT_OF.get(reader.schema_type, reader.schema_type.lower())
@@ -463,35 +463,3 @@ def subscribed_topics(opts: Options) -> tuple[str, ...]:
     """The topics of ``subscribe`` (none for ``subscribePattern`` or ``assign``)."""
     raw = opts.string("subscribe")
     return tuple(t.strip() for t in raw.split(",") if t.strip()) if raw else ()
-
-
-def _subject(opts: Options, topics: tuple[str, ...], column: str) -> str:
-    explicit = opts.string(f"{column}.subject")
-    if explicit is not None:
-        return explicit
-    strategy = opts.choice(f"{column}.subject.strategy", "topic", STRATEGIES)
-    record = opts.string(f"{column}.subject.record")
-    is_key = column == "key"
-    if strategy == "record":
-        return subject_name(strategy, "", is_key=is_key, record_name=record,
-                            option=f"{column}.subject.strategy")
-    if len(topics) != 1:
-        raise OptionError(f"{column}.subject", None, f"the subject of the {column}s' schema, needed "
-                          "unless the query subscribes to exactly one topic (subscribe)")
-    return subject_name(strategy, topics[0], is_key=is_key, record_name=record,
-                        option=f"{column}.subject.strategy")
-
-
-def _version(opts: Options, column: str) -> int | None:
-    name = f"{column}.schema.version"
-    raw = opts.string(name, "latest")
-    if raw == "latest":
-        return None
-    try:
-        version = int(raw)
-    except ValueError:
-        version = 0
-    if version < 1:
-        raise OptionError(name, raw, "latest or a version number >= 1")
-    return version
-

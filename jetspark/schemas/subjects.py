@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from jetspark.errors import OptionError
+from jetspark.options import Options
 
 #: ``topic``: ``<topic>-key`` / ``<topic>-value`` (TopicNameStrategy, the default);
 #: ``record``: the record's full name (RecordNameStrategy); ``topic-record``:
@@ -22,3 +23,37 @@ def subject_name(strategy: str, topic: str, *, is_key: bool, record_name: str | 
         raise OptionError(option, strategy, "topic, unless the record's full name is given "
                           f"({option.rsplit('.', 1)[0]}.record)")
     return record_name if strategy == "record" else f"{topic}-{record_name}"
+
+
+def subject_option(opts: Options, topics: tuple[str, ...], column: str,
+                   one_topic: str = "the query subscribes to exactly one topic (subscribe)") -> str:
+    """The subject of the ``column``'s schema: ``<column>.subject``, else named by
+    ``<column>.subject.strategy`` from the one topic (``one_topic`` says where it comes from)."""
+    explicit = opts.string(f"{column}.subject")
+    if explicit is not None:
+        return explicit
+    strategy = opts.choice(f"{column}.subject.strategy", "topic", STRATEGIES)
+    record = opts.string(f"{column}.subject.record")
+    is_key = column == "key"
+    if strategy == "record":
+        return subject_name(strategy, "", is_key=is_key, record_name=record,
+                            option=f"{column}.subject.strategy")
+    if len(topics) != 1:
+        raise OptionError(f"{column}.subject", None, f"the subject of the {column}s' schema, needed "
+                          f"unless {one_topic}")
+    return subject_name(strategy, topics[0], is_key=is_key, record_name=record,
+                        option=f"{column}.subject.strategy")
+
+
+def version_option(opts: Options, column: str) -> int | None:
+    name = f"{column}.schema.version"
+    raw = opts.string(name, "latest")
+    if raw == "latest":
+        return None
+    try:
+        version = int(raw)
+    except ValueError:
+        version = 0
+    if version < 1:
+        raise OptionError(name, raw, "latest or a version number >= 1")
+    return version

@@ -16,6 +16,7 @@ from jetspark.datasources.kafka.jaas import translate_jaas
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
 from jetspark.redaction import scrub_fragments, secret_values
+from jetspark.schemas.registry import OPTIONS as REGISTRY_OPTIONS
 from jetspark.sinks.guarantees import (
     NONE,
     TASK,
@@ -30,6 +31,7 @@ from jetspark.sinks.guarantees import (
     suffixed,
 )
 from jetspark.sinks.kafka.rows import MAX_TOPIC_LENGTH, TOPIC_ACCEPTED, topic_name_problem
+from jetspark.sinks.kafka.typed_values import OPTIONS as TYPED_OPTIONS
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
 #: ``task``: a transactional producer per sink partition commits records and marker
@@ -42,7 +44,8 @@ COMMITS = SinkCommits(
     old_modes={"exactly-once": TASK, "transactional": TASK, "idempotent": NONE, "at-least-once": NONE})
 
 KNOWN = ("topic", "guarantee", "commit", "sinkId", "transactionalIdPrefix", "markerTopic",
-         "includeHeaders", "onRejected", "deadLetterTopic", *SPARK_WRITER_OPTIONS)
+         "includeHeaders", "onRejected", "deadLetterTopic", *TYPED_OPTIONS, *REGISTRY_OPTIONS,
+         *SPARK_WRITER_OPTIONS)
 DEAD_LETTER_SUFFIX = ".rejected"
 #: The dead-letter topic of a sink without option ``topic`` (its rows name their topics).
 DEFAULT_DEAD_LETTER_TOPIC = "jetspark.rejected"

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql import types as T
 
+from jetspark.sinks.kafka.typed_values import TypedValues
 from jetspark.sinks.transactional import SinkError
 
 _BYTES_LIKE = (T.StringType, T.BinaryType)
@@ -27,17 +28,36 @@ HEADERS_TYPE = "array<struct<key: string, value: binary>>"
 
 @dataclass(frozen=True)
 class KafkaColumns:
-    """Which of the Kafka columns the DataFrame has."""
+    """Which of the Kafka columns the DataFrame has, and how its typed ones are encoded."""
 
     key: bool
     topic: bool
     partition: bool
     headers: bool
+    typed: tuple[TypedValues, ...] = ()
+    """``key.format`` / ``value.format`` avro: encoded before they are produced."""
+
+    def encode(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, dict[int, Unfit]]:
+        """``batch`` with its typed columns encoded, and the rows that do not fit."""
+        unfit: dict[int, Unfit] = {}
+        for typed in self.typed:
+            batch, why = typed.encode(batch)
+            for row, reason in why.items():
+                unfit.setdefault(row, Unfit(reason))
+        return batch, unfit
 
 
-def check_schema(schema: T.StructType, default_topic: str | None) -> KafkaColumns:
-    """Validate the DataFrame for the Kafka sink; the error lists every problem."""
+def check_schema(schema: T.StructType, default_topic: str | None,
+                 typed: tuple[TypedValues, ...] = ()) -> KafkaColumns:
+    """Validate the DataFrame for the Kafka sink; the error lists every problem. A typed
+    column has been checked against its schema (:mod:`jetspark.sinks.kafka.typed_values`)."""
     fields = {f.name.lower(): f for f in schema.fields}
+    typed_columns = {t.column for t in typed}
+    if typed_columns:
+        fields = {name: (T.StructField(name, T.BinaryType()) if name in typed_columns else f)
+                  for name, f in fields.items()}
+        if "value" in typed_columns:
+            fields.setdefault("value", T.StructField("value", T.BinaryType()))
     problems = []
 
     def check(name: str, ok: Callable[[T.DataType], bool], accepted: str) -> bool:
@@ -58,7 +78,7 @@ def check_schema(schema: T.StructType, default_topic: str | None) -> KafkaColumn
         problems.append("no topic: set the option 'topic' or add a 'topic' column")
     if problems:
         raise SinkError("the DataFrame does not fit the Kafka sink: " + "; ".join(problems))
-    return KafkaColumns(key, topic, partition, headers)
+    return KafkaColumns(key, topic, partition, headers, typed)
 
 
 def _is_headers(t: T.DataType) -> bool:
@@ -118,8 +138,10 @@ def topic_name_problem(topic: str) -> str | None:
 def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, columns: KafkaColumns,
                   default_topic: str | None, reject: Reject, partitions: PartitionCount) -> int:
     """Hand every row of ``batch`` to the producer (waiting, by ``poll``, when its queue is
-    full); a row Kafka will not take goes to ``reject``. The number of rows handed over.
-    ``partitions`` is asked once per topic of the batch, and only with a ``partition`` column."""
+    full); a row Kafka will not take, or whose typed key or value does not fit its schema,
+    goes to ``reject``. The number of rows handed over. ``partitions`` is asked once per topic
+    of the batch, and only with a ``partition`` column."""
+    batch, unfit_values = columns.encode(batch)
     n = batch.num_rows
     values = _column(batch, "value").to_pylist()
     keys = _column(batch, "key").to_pylist() if columns.key else [None] * n
@@ -128,7 +150,7 @@ def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, colu
     partition_column = _column(batch, "partition") if columns.partition else None
     headers = _column(batch, "headers").to_pylist() if columns.headers else None
     rejected = 0
-    if topic_column is None and partition_column is None and headers is None:  # the common case
+    if topic_column is None and partition_column is None and headers is None and not unfit_values:
         for i, (value, key) in enumerate(zip(values, keys, strict=True)):
             try:
                 produce(default_topic, value, key)
@@ -144,7 +166,7 @@ def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, colu
         return n - rejected
     topics = topic_column.to_pylist() if topic_column is not None else [default_topic] * n
     given = partition_column.to_pylist() if partition_column is not None else [None] * n
-    unfit = _unfit_rows(n, topic_column, partition_column, default_topic, partitions)
+    unfit = {**unfit_values, **_unfit_rows(n, topic_column, partition_column, default_topic, partitions)}
     for i in range(n):
         row_headers = [(h["key"], h["value"]) for h in headers[i] or ()] if headers is not None else None
         why = unfit.get(i) or produce_record(produce, poll, topics[i], values[i], keys[i], given[i],

@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 
 from jetspark import faults
 from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered
+from jetspark.sinks.kafka import typed_values
 from jetspark.sinks.kafka.options import KafkaSinkOptions
 from jetspark.sinks.kafka.rejected import RejectingProducer
 from jetspark.sinks.kafka.resource import TIMEOUT_S, DeliveryErrors, KafkaResource, make_producer
@@ -123,7 +124,8 @@ def _parse(schema: StructType, overwrite: bool, options: Mapping[str, str]
     parsed = KafkaSinkOptions.parse(options)
     if overwrite:
         raise SinkError("the Kafka sink only appends (no complete output mode / SaveMode.Overwrite)")
-    return parsed, check_schema(schema, parsed.topic)
+    typed = tuple(typed_values.plan(options, schema, parsed.topic).values())
+    return parsed, check_schema(schema, parsed.topic, typed)
 
 
 def make_kafka_stream_writer(schema: StructType, overwrite: bool, options: Mapping[str, str]

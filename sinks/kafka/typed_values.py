@@ -1,0 +1,202 @@
+"""Typed keys and values written by the jetkafka sink: a column (or, for the value, the row's
+other columns) encoded as Avro, in Confluent's wire format with a schema of the Schema Registry,
+or plain Avro with a schema given inline.
+
+Options (``value.*``, and the same ``key.*`` for keys; the words of the source's options):
+
+* ``value.format`` — ``bytes`` (the default: Spark's string or binary column) or ``avro``;
+* ``schemaRegistry.*`` — the registry (:mod:`jetspark.schemas.registry`); without it the values
+  are plain Avro of the inline schema (no wire-format header);
+* the writer schema: the subject's ``value.schema.version`` (default: its latest version when the
+  query is planned), or ``value.schema`` inline, which must be registered under the subject
+  already; the subject is ``value.subject``, else named by ``value.subject.strategy`` from option
+  ``topic`` (``topic``: ``<topic>-value``; ``record`` / ``topic-record`` with
+  ``value.subject.record``);
+* ``value.schema.register`` — ``false`` (the default: production registries usually forbid
+  clients to register) or ``true``: the inline schema, or without one the schema of the column's
+  Spark type (:func:`jetspark.schemas.avro_encode.schema_of`), is registered under the subject
+  when the registry lacks it.
+
+The value is the ``value`` column (a struct, or any type the schema's takes); without a
+``value`` column, the row's columns other than ``key``, ``topic``, ``partition`` and
+``headers``. The type must fit the schema when the query is planned
+(:mod:`jetspark.schemas.avro_encode`); a row whose value does not fit is rejected, as
+``onRejected`` says, its dead letter holding the value as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import types as T
+
+from jetspark.errors import OptionError
+from jetspark.options import Options
+from jetspark.redaction import redacted_repr
+from jetspark.schemas import wire
+from jetspark.schemas.avro_encode import AvroEncoder, avro_encoder, schema_text_of
+from jetspark.schemas.avro_types import AvroSchemaError
+from jetspark.schemas.registry import RegistryClient, RegistrySettings, SchemaRegistryError
+from jetspark.schemas.subjects import subject_option, version_option
+from jetspark.sinks.transactional import SinkError
+
+COLUMNS = ("key", "value")
+FORMATS = ("bytes", "avro")
+_NOT_YET = ("protobuf", "json-schema")
+_SUFFIXES = ("format", "schema", "schema.version", "schema.register", "subject", "subject.strategy",
+             "subject.record")
+OPTIONS = tuple(f"{column}.{suffix}" for column in COLUMNS for suffix in _SUFFIXES)
+KAFKA_COLUMNS = ("key", "topic", "partition", "headers")
+"""The columns that are not the value when the value is the row's columns."""
+_NOT_FOUND = 404
+
+
+@dataclass(frozen=True)
+class TypedValues:
+    """How the sink encodes its ``value`` (or ``key``) column."""
+
+    column: str
+    encoder: AvroEncoder
+    schema_id: int | None
+    """The registry's id of the writer schema (None: plain Avro, no wire-format header)."""
+    where: str
+    """The schema, named for a reason: ``subject orders-value version 3 (id 7)``."""
+    from_row: bool = False
+    """The value is the row's columns other than the Kafka ones (there is no ``value`` column)."""
+
+    def __repr__(self) -> str:
+        return redacted_repr(self, hidden=("encoder",))
+
+    def encode(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, dict[int, str]]:
+        """``batch`` with this column encoded (binary), and why each row that does not fit
+        does not; such a row's column holds its value as JSON, for its dead letter."""
+        values = _values(batch, self.column, self.from_row)
+        payloads, unfit = self.encoder.encode(values)
+        if self.schema_id is not None:
+            payloads = wire.frame(self.schema_id, payloads)
+        if unfit:
+            rows = sorted(unfit)
+            mask = np.zeros(len(payloads), bool)
+            mask[rows] = True
+            letters = pa.array([json.dumps(values[i].as_py(), default=str, ensure_ascii=False).encode()
+                                for i in rows], pa.binary())
+            payloads = pc.replace_with_mask(payloads, pa.array(mask), letters)
+            unfit = {i: f"its {self.column} does not fit the Avro schema ({self.where}): {why}"
+                     for i, why in unfit.items()}
+        names = [n.lower() for n in batch.schema.names]
+        if self.column in names:
+            index = names.index(self.column)
+            batch = batch.set_column(index, pa.field(batch.schema.names[index], pa.binary()), payloads)
+        else:
+            batch = batch.append_column(pa.field(self.column, pa.binary()), payloads)
+        return batch, unfit
+
+
+def _values(batch: pa.RecordBatch, column: str, from_row: bool) -> pa.Array:
+    if not from_row:
+        return batch.column([n.lower() for n in batch.schema.names].index(column))
+    kept = [i for i, n in enumerate(batch.schema.names) if n.lower() not in KAFKA_COLUMNS]
+    return pa.StructArray.from_arrays([batch.column(i) for i in kept],
+                                      fields=[batch.schema.field(i) for i in kept])
+
+
+def value_type(schema: T.StructType, column: str) -> tuple[T.DataType | None, bool]:
+    """The Spark type the sink encodes for ``column``, and whether it is the row's columns."""
+    fields = {f.name.lower(): f for f in schema.fields}
+    if column in fields:
+        return fields[column].dataType, False
+    if column == "key":
+        return None, False
+    rest = [f for f in schema.fields if f.name.lower() not in KAFKA_COLUMNS]
+    return (T.StructType(rest), True) if rest else (None, False)
+
+
+def plan(options: dict[str, str], schema: T.StructType, topic: str | None) -> dict[str, TypedValues]:
+    """The typed columns the options ask for, by column, their schemas found (or registered)
+    and checked against the DataFrame's types."""
+    opts = Options(options)
+    out = {}
+    for column in COLUMNS:
+        typed = _plan_column(opts, schema, topic, column)
+        if typed is not None:
+            out[column] = typed
+    return out
+
+
+def _plan_column(opts: Options, schema: T.StructType, topic: str | None, column: str) -> TypedValues | None:
+    fmt = opts.choice(f"{column}.format", "bytes", (*FORMATS, *_NOT_YET))
+    if fmt in _NOT_YET:
+        raise OptionError(f"{column}.format", fmt, "bytes or avro (the sink does not write "
+                          f"{' or '.join(_NOT_YET)} yet; the source reads them)")
+    if fmt == "bytes":
+        for suffix in _SUFFIXES[1:]:
+            name = f"{column}.{suffix}"
+            if opts.get(name) is not None:
+                raise OptionError(name, opts.get(name), f"nothing unless {column}.format is avro")
+        return None
+    spark, from_row = value_type(schema, column)
+    if spark is None:
+        raise SinkError(f"{column}.format=avro needs a {column!r} column" +
+                        (" or other columns" if column == "value" else ""))
+    registry = RegistrySettings.parse(opts)
+    inline = opts.string(f"{column}.schema")
+    register = opts.boolean(f"{column}.schema.register", False)
+    if registry is None:
+        if inline is None:
+            raise OptionError(f"{column}.format", "avro",
+                              f"bytes, unless schemaRegistry.url or {column}.schema is given")
+        if register:
+            raise OptionError(f"{column}.schema.register", "true",
+                              "false, unless schemaRegistry.url is given")
+        return TypedValues(column, _encoder(inline, spark, column, "the inline schema"), None,
+                           f"{column}.schema", from_row)
+    subject = subject_option(opts, (topic,) if topic else (), column, "option 'topic' is set")
+    version = version_option(opts, column)
+    if inline is not None and opts.get(f"{column}.schema.version") is not None:
+        raise OptionError(f"{column}.schema.version", opts.get(f"{column}.schema.version"),
+                          f"nothing when {column}.schema is given (its version is the one that holds it)")
+    client = RegistryClient(registry)
+    if inline is None and not register:
+        found = client.version(subject, version)
+        if found.schema_type != "AVRO":
+            raise OptionError(f"{column}.format", "avro", f"the format of subject {subject!r}'s schemas "
+                              f"({found.schema_type}), which the sink does not write yet")
+        text, schema_id, found_version = found.text, found.schema_id, found.version
+    else:
+        text = inline if inline is not None else schema_text_of(spark)
+        # the type must fit before anything is registered
+        _encoder(text, spark, column, "the inline schema" if inline is not None else "its derived schema")
+        schema_id, found_version = _registered(client, subject, text, register, column)
+    where = f"subject {subject} version {found_version} (id {schema_id})"
+    return TypedValues(column, _encoder(text, spark, column, where), schema_id, where, from_row)
+
+
+def _registered(client: RegistryClient, subject: str, text: str, register: bool, column: str
+                ) -> tuple[int, int | None]:
+    """The id and version of ``text`` under ``subject``; registered there when it is not and
+    ``register`` allows it."""
+    try:
+        found = client.lookup(subject, "AVRO", text)
+        return found.schema_id, found.version
+    except SchemaRegistryError as e:
+        if e.status != _NOT_FOUND:
+            raise
+        if not register:
+            raise OptionError(f"{column}.schema.register", "false",
+                              f"true, to register the schema under subject {subject!r}, which does not "
+                              f"hold it (off by default: registries in production usually forbid it; "
+                              f"or register it yourself, or leave {column}.schema out to write with the "
+                              f"subject's latest version)") from None
+    schema_id = client.register(subject, "AVRO", text)
+    return schema_id, client.lookup(subject, "AVRO", text).version
+
+
+def _encoder(text: str, spark: T.DataType, column: str, where: str) -> AvroEncoder:
+    try:
+        return avro_encoder(text, spark, column)
+    except AvroSchemaError as e:
+        raise SinkError(f"the {column} column does not fit the Avro schema ({where}): {e}") from None

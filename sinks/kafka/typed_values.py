@@ -161,7 +161,12 @@ def _plan_column(opts: Options, schema: T.StructType, topic: str | None, column:
                           f"nothing when {column}.schema is given (its version is the one that holds it)")
     client = RegistryClient(registry)
     if inline is None and not register:
-        found = client.version(subject, version)
+        try:
+            found = client.version(subject, version)
+        except SchemaRegistryError as e:
+            if e.status != _NOT_FOUND or version is not None:
+                raise
+            raise _register_off(column, subject, "has no schema") from None
         if found.schema_type != "AVRO":
             raise OptionError(f"{column}.format", "avro", f"the format of subject {subject!r}'s schemas "
                               f"({found.schema_type}), which the sink does not write yet")
@@ -186,13 +191,15 @@ def _registered(client: RegistryClient, subject: str, text: str, register: bool,
         if e.status != _NOT_FOUND:
             raise
         if not register:
-            raise OptionError(f"{column}.schema.register", "false",
-                              f"true, to register the schema under subject {subject!r}, which does not "
-                              f"hold it (off by default: registries in production usually forbid it; "
-                              f"or register it yourself, or leave {column}.schema out to write with the "
-                              f"subject's latest version)") from None
+            raise _register_off(column, subject, "does not hold the schema") from None
     schema_id = client.register(subject, "AVRO", text)
     return schema_id, client.lookup(subject, "AVRO", text).version
+
+
+def _register_off(column: str, subject: str, lacking: str) -> OptionError:
+    return OptionError(f"{column}.schema.register", "false",
+                       f"true, to register the schema under subject {subject!r}, which {lacking} (off by "
+                       f"default: registries in production usually forbid it; or register it yourself)")
 
 
 def _encoder(text: str, spark: T.DataType, column: str, where: str) -> AvroEncoder:

@@ -74,9 +74,9 @@ def read_typed(spark, bootstrap: str, topic: str, registry: str, fmt: str, *, st
                **extra: str):
     """A read of ``topic`` (a stream from the earliest offsets when ``stream``) with
     ``value.format=fmt`` from the registry, and ``extra`` options."""
-    from jetspark.datasources.kafka.source import KafkaDataSource
+    from pyspark_jetkafka import DefaultSource  # source and sink, as format("jetkafka") is
 
-    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(DefaultSource)
     reader = spark.readStream.option("startingOffsets", "earliest") if stream else spark.read
     return (reader.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", topic).option("value.format", fmt)

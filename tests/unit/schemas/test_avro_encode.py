@@ -78,7 +78,8 @@ GOOD = {"id": -(2**40), "small": 7, "name": "ann", "note": None, "score": -0.5, 
 
 def _arrow_rows(rows: list[dict]) -> pa.Array:
     shown = [None if r is None else {
-        **r, "placed": EPOCH + timedelta(microseconds=r["placed"]), "at": EPOCH + timedelta(microseconds=r["at"]),
+        **r, "placed": EPOCH + timedelta(microseconds=r["placed"]),
+        "at": EPOCH + timedelta(microseconds=r["at"]),
         "day": date(1970, 1, 1) + timedelta(days=r["day"])} for r in rows]
     return pa.array(shown, _arrow(SPARK))
 

@@ -152,8 +152,8 @@ class TypedValues:
                 compile_program(reader_text)  # the reader schema must decode its own records
             elif fmt == "protobuf":
                 file = (protobuf_types.load_file(reader_text, lambda _name: None) if inline is not None
-                        else _protobuf_file(client, reader))
-                message = _reader_message(file, opts, column)
+                        else protobuf_types.registered_file(client, reader))
+                message = protobuf_types.message_option(file, opts, column)
                 data_type = protobuf_types.spark_type(message)
                 reader_text, message = protobuf_types.file_set(file), message.full_name
             else:
@@ -385,34 +385,11 @@ def _protobuf_program(file_set: str, message: str | None) -> protobuf_program.Pr
     return found
 
 
-def _protobuf_file(client: RegistryClient, schema: RegisteredSchema):
-    """A registered Protobuf schema's file, its references asked from the registry."""
-    known = {name: (subject, version) for name, subject, version in schema.references}
-
-    def dependency(name: str) -> str | None:
-        if name not in known:
-            return None
-        found = client.version(*known[name], serialized=True)
-        known.update({n: (s, v) for n, s, v in found.references})
-        return found.text
-
-    return protobuf_types.load_file(schema.text, dependency)
-
-
 @functools.lru_cache(maxsize=256)
 def _writer_file(settings: RegistrySettings, schema_id: int):
     """The file of a writer's Protobuf schema id, kept for the process."""
     client = _client(settings)
-    return _protobuf_file(client, client.schema(schema_id, serialized=True))
-
-
-def _reader_message(file, opts: Options, column: str):
-    name = opts.string(f"{column}.message") or opts.string(f"{column}.subject.record")
-    try:
-        return protobuf_types.message(file, name)
-    except protobuf_types.ProtobufSchemaError as e:
-        option = f"{column}.message" if opts.string(f"{column}.message") else f"{column}.subject.record"
-        raise OptionError(option, name, f"a message of the schema's file: {e}") from None
+    return protobuf_types.registered_file(client, client.schema(schema_id, serialized=True))
 
 
 def _other_message(file, key: int, reader: str) -> str | None:

@@ -74,14 +74,10 @@ class AvroEncoder:
     def encode(self, values: pa.Array) -> tuple[pa.BinaryArray, dict[int, str]]:
         """Each value's Avro payload (null where the value is null), and why each unfit row
         does not fit (by row; its payload is not to be written)."""
-        valid = _valid(values)
+        valid = ragged.valid(values)
         unfit: dict[int, str] = {}
         payloads = _Encoding(unfit).encode(self._schema, self.spark, values, valid, None, self.column)
-        out = payloads.where(valid).to_arrow()
-        if not valid.all():
-            out = pa.BinaryArray.from_buffers(pa.binary(), len(out), [
-                pa.py_buffer(np.packbits(valid, bitorder="little")), *out.buffers()[1:]])
-        return out, unfit
+        return payloads.where(valid).to_arrow(valid), unfit
 
 
 def avro_encoder(schema_text: str, spark: T.DataType, column: str = "value") -> AvroEncoder:
@@ -93,12 +89,6 @@ def avro_encoder(schema_text: str, spark: T.DataType, column: str = "value") -> 
     except (KeyError, TypeError, ValueError) as e:
         raise AvroSchemaError(f"not an Avro schema: {type(e).__name__} {e}") from None
     return encoder
-
-
-def _valid(array: pa.Array) -> np.ndarray:
-    if array.null_count == 0:
-        return np.ones(len(array), bool)
-    return np.asarray(array.is_valid(), dtype=bool)
 
 
 def _describe(s: object) -> str:
@@ -137,7 +127,7 @@ class _Encoding:
         if isinstance(s, list):
             return self.union(s, spark, a, active, rows, path)
         kind = s if isinstance(s, str) else s["type"]
-        valid = _valid(a)
+        valid = ragged.valid(a)
         if kind != "null":
             self.mark(active & ~valid, rows, lambda _i: f"{path} is null; the schema's {_describe(s)} "
                                                         f"is not nullable")
@@ -152,25 +142,26 @@ class _Encoding:
     # -- primitives ----------------------------------------------------------------------------
     def t_null(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, T.NullType):
-            self.mark(active & _valid(a), rows, lambda _i: f"{path} holds a value; the schema's type is null")
+            self.mark(active & ragged.valid(a), rows,
+                      lambda _i: f"{path} holds a value; the schema's type is null")
         return ragged.empty(len(a))
 
     def t_boolean(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, T.BooleanType):
             raise _refuse(path, s, spark, "boolean")
-        return ragged.fixed(_numbers(a, np.uint8)[:, None])
+        return ragged.fixed(ragged.numbers(a, np.uint8)[:, None])
 
     def t_int(self, s, spark, a, active, rows, path) -> Ragged:
         date = isinstance(s, Mapping) and s.get("logicalType") == "date"
         if date != isinstance(spark, T.DateType) or not isinstance(spark, (*_INTS, T.LongType, T.DateType)):
             raise _refuse(path, s, spark, "date" if date else "byte, short, int or long (in int's range)")
-        values = _numbers(a, np.int64)
+        values = ragged.numbers(a, np.int64)
         outside = active & ((values < INT_MIN) | (values > INT_MAX))
         self.mark(outside, rows, lambda i: f"{path} is {values[i]}, outside the range of Avro's int")
         return ragged.varints(ragged.zigzag(values))
 
     def t_long(self, s, spark, a, active, rows, path) -> Ragged:
-        values = _numbers(a, np.int64)
+        values = ragged.numbers(a, np.int64)
         if isinstance(spark, _TIMESTAMPS):
             logical = s.get("logicalType") if isinstance(s, Mapping) else None
             if logical not in ("timestamp-micros", "local-timestamp-micros"):
@@ -182,12 +173,12 @@ class _Encoding:
     def t_float(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, T.FloatType):
             raise _refuse(path, s, spark, "float")
-        return ragged.little_endian(_numbers(a, np.float32))
+        return ragged.little_endian(ragged.numbers(a, np.float32))
 
     def t_double(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, (T.FloatType, T.DoubleType, *_INTS, T.LongType)):
             raise _refuse(path, s, spark, "float, double, byte, short, int or long")
-        return ragged.little_endian(_numbers(a, np.float64))
+        return ragged.little_endian(ragged.numbers(a, np.float64))
 
     def t_string(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, T.StringType):
@@ -204,11 +195,11 @@ class _Encoding:
             raise _refuse(path, s, spark, "string (a symbol's name)")
         symbols = list(s["symbols"])
         index = pc.index_in(a, value_set=pa.array(symbols, pa.string()))
-        unknown = active & ~_valid(index)
+        unknown = active & ~ragged.valid(index)
         shown = ", ".join(symbols[:8]) + (", …" if len(symbols) > 8 else "")
         self.mark(unknown, rows, lambda i: f"{path} is {str(a[i].as_py())[:100]!r}, not a symbol of "
                                            f"enum {s['_full']} ({shown})")
-        return ragged.varints(ragged.zigzag(_numbers(index, np.int64)))
+        return ragged.varints(ragged.zigzag(ragged.numbers(index, np.int64)))
 
     def t_fixed(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, T.BinaryType):
@@ -281,23 +272,23 @@ class _Encoding:
     def t_array(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, T.ArrayType):
             raise _refuse(path, s, spark, "array")
-        offsets = _list_offsets(a)
-        item_active, item_rows = _items(offsets, len(a.values), active, rows)
+        offsets = ragged.list_offsets(a)
+        item_active, item_rows = ragged.list_items(offsets, len(a.values), active, rows)
         items = self.encode(s["items"], spark.elementType, a.values, item_active, item_rows, f"{path}[]")
         return _blocks(items, offsets, active)
 
     def t_map(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, T.MapType) or not isinstance(spark.keyType, T.StringType):
             raise _refuse(path, s, spark, "map<string, …>")
-        offsets = _list_offsets(a)
-        item_active, item_rows = _items(offsets, len(a.keys), active, rows)
+        offsets = ragged.list_offsets(a)
+        item_active, item_rows = ragged.list_items(offsets, len(a.keys), active, rows)
         values = self.encode(s["values"], spark.valueType, a.items, item_active, item_rows, f"{path}{{}}")
         return _blocks(ragged.concat([_with_length(ragged.of_binary(a.keys)), values]), offsets, active)
 
     def union(self, branches: list, spark, a, active, rows, path) -> Ragged:
         null_at = next((i for i, b in enumerate(branches) if _is_null(b)), None)
         others = [i for i, b in enumerate(branches) if not _is_null(b)]
-        valid = _valid(a)
+        valid = ragged.valid(a)
         if len(others) > 1 and isinstance(spark, T.StructType) and (
                 [f.name for f in spark.fields] == [f"member{j}" for j in range(len(others))]):
             return self.members(branches, others, null_at, spark, a, active, rows, path)
@@ -328,9 +319,10 @@ class _Encoding:
     def members(self, branches, others, null_at, spark, a, active, rows, path) -> Ragged:
         """A union written from ``from_avro``'s struct of members: the member that is set."""
         n = len(a)
-        valid = _valid(a)
+        valid = ragged.valid(a)
         members = a.flatten()
-        present = np.stack([valid & _valid(m) for m in members]) if n else np.zeros((len(others), 0), bool)
+        present = (np.stack([valid & ragged.valid(m) for m in members]) if n
+                   else np.zeros((len(others), 0), bool))
         count = present.sum(axis=0)
         chosen = np.argmax(present, axis=0)
         self.mark(active & (count > 1), rows, lambda i: f"{path} sets members "
@@ -360,19 +352,6 @@ def _varint(value: int) -> bytes:
     return ragged.varints(ragged.zigzag(np.array([value]))).body.tobytes()
 
 
-def _numbers(a: pa.Array, dtype) -> np.ndarray:
-    """The values as numbers (nulls as 0): days of a date, microseconds of a timestamp."""
-    if pa.types.is_date32(a.type):
-        a = a.view(pa.int32())
-    elif pa.types.is_timestamp(a.type):
-        a = a.view(pa.int64())
-    elif pa.types.is_boolean(a.type):
-        a = a.cast(pa.uint8())
-    if a.null_count:
-        a = a.fill_null(0)
-    return np.asarray(a.to_numpy(zero_copy_only=False)).astype(dtype, copy=False)
-
-
 def _with_length(raw: Ragged) -> Ragged:
     """Bytes behind their length (Avro's string and bytes)."""
     return ragged.concat([ragged.varints(ragged.zigzag(raw.lengths)), raw])
@@ -387,22 +366,6 @@ def _decimal_bytes(a: pa.Array) -> np.ndarray:
     n = len(a)
     data = np.frombuffer(a.buffers()[1], np.uint8, 16 * n, 16 * a.offset) if n else np.zeros(0, np.uint8)
     return data.reshape(n, 16)[:, ::-1]
-
-
-def _list_offsets(a: pa.Array) -> np.ndarray:
-    return np.asarray(a.offsets, dtype=np.int64)
-
-
-def _items(offsets: np.ndarray, size: int, active: np.ndarray, rows: np.ndarray | None
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """Which items of a list column are written, and the column row of each."""
-    lengths = np.diff(offsets)
-    item_active = np.zeros(size, bool)
-    item_active[offsets[0]:offsets[-1]] = np.repeat(active, lengths)
-    item_rows = np.zeros(size, np.int64)
-    owners = rows if rows is not None else np.arange(len(lengths))
-    item_rows[offsets[0]:offsets[-1]] = np.repeat(owners, lengths)
-    return item_active, item_rows
 
 
 def _blocks(items: Ragged, offsets: np.ndarray, active: np.ndarray) -> Ragged:

@@ -25,7 +25,9 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescript
 from google.protobuf.message import DecodeError
 from pyspark.sql import types as T
 
-from jetspark.errors import JetsparkError
+from jetspark.errors import JetsparkError, OptionError
+from jetspark.options import Options
+from jetspark.schemas.registry import RegisteredSchema, RegistryClient
 
 _WELL_KNOWN = ("any", "descriptor", "duration", "empty", "field_mask", "source_context", "struct",
                "timestamp", "wrappers", "type", "api")
@@ -244,3 +246,29 @@ def load_set(text: str) -> FileDescriptor:
     for proto in files:
         pool.Add(proto)
     return pool.FindFileByName(files[-1].name)
+
+
+# -- from a registry and the options --------------------------------------------------------------
+
+def registered_file(client: RegistryClient, schema: RegisteredSchema) -> FileDescriptor:
+    """A registered Protobuf schema's file, its references asked from the registry."""
+    known = {name: (subject, version) for name, subject, version in schema.references}
+
+    def dependency(name: str) -> str | None:
+        if name not in known:
+            return None
+        found = client.version(*known[name], serialized=True)
+        known.update({n: (s, v) for n, s, v in found.references})
+        return found.text
+
+    return load_file(schema.text, dependency)
+
+
+def message_option(file: FileDescriptor, opts: Options, column: str) -> Descriptor:
+    """The message ``<column>.message`` names (else ``<column>.subject.record``, else the first)."""
+    name = opts.string(f"{column}.message") or opts.string(f"{column}.subject.record")
+    try:
+        return message(file, name)
+    except ProtobufSchemaError as e:
+        option = f"{column}.message" if opts.string(f"{column}.message") else f"{column}.subject.record"
+        raise OptionError(option, name, f"a message of the schema's file: {e}") from None

@@ -54,11 +54,13 @@ class Ragged:
         at = np.repeat(self.offsets[:-1][rows] - offsets[:-1], lengths) + np.arange(offsets[-1])
         return Ragged(offsets, self.data[at])
 
-    def to_arrow(self) -> pa.BinaryArray:
-        """As an Arrow binary column (no nulls)."""
+    def to_arrow(self, valid: np.ndarray | None = None) -> pa.BinaryArray:
+        """As an Arrow binary column, null where ``valid`` is false."""
         offsets = _int32_offsets(self.offsets - self.offsets[0])
+        validity = (None if valid is None or valid.all()
+                    else pa.py_buffer(np.packbits(valid, bitorder="little")))
         return pa.BinaryArray.from_buffers(pa.binary(), len(self),
-                                           [None, pa.py_buffer(offsets), pa.py_buffer(self.body.copy())])
+                                           [validity, pa.py_buffer(offsets), pa.py_buffer(self.body.copy())])
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
@@ -142,3 +144,42 @@ def concat(parts: Sequence[Ragged]) -> Ragged:
             out[np.repeat(shift, length) + np.arange(len(body))] = body
         start += length
     return Ragged(offsets, out)
+
+
+# -- Arrow columns as numpy ---------------------------------------------------------------------------
+
+def valid(array: pa.Array) -> np.ndarray:
+    """Where ``array`` is not null."""
+    if array.null_count == 0:
+        return np.ones(len(array), bool)
+    return np.asarray(array.is_valid(), dtype=bool)
+
+
+def numbers(a: pa.Array, dtype) -> np.ndarray:
+    """The values as numbers (nulls as 0): days of a date, microseconds of a timestamp."""
+    if pa.types.is_date32(a.type):
+        a = a.view(pa.int32())
+    elif pa.types.is_timestamp(a.type) or pa.types.is_duration(a.type):
+        a = a.view(pa.int64())
+    elif pa.types.is_boolean(a.type):
+        a = a.cast(pa.uint8())
+    if a.null_count:
+        a = a.fill_null(0)
+    return np.asarray(a.to_numpy(zero_copy_only=False)).astype(dtype, copy=False)
+
+
+def list_offsets(a: pa.Array) -> np.ndarray:
+    """A list or map column's offsets into its items (Arrow's, honouring a slice)."""
+    return np.asarray(a.offsets, dtype=np.int64)
+
+
+def list_items(offsets: np.ndarray, size: int, active: np.ndarray, rows: np.ndarray | None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Which items of a list column are written, and the column row of each."""
+    lengths = np.diff(offsets)
+    item_active = np.zeros(size, bool)
+    item_active[offsets[0]:offsets[-1]] = np.repeat(active, lengths)
+    item_rows = np.zeros(size, np.int64)
+    owners = rows if rows is not None else np.arange(len(lengths))
+    item_rows[offsets[0]:offsets[-1]] = np.repeat(owners, lengths)
+    return item_active, item_rows

@@ -1,17 +1,20 @@
 """Typed keys and values written by the jetkafka sink: a column (or, for the value, the row's
-other columns) encoded as Avro, in Confluent's wire format with a schema of the Schema Registry,
-or plain Avro with a schema given inline.
+other columns) encoded as Avro or Protobuf, in Confluent's wire format with a schema of the
+Schema Registry, or plain with a schema given inline.
 
 Options (``value.*``, and the same ``key.*`` for keys; the words of the source's options):
 
-* ``value.format`` — ``bytes`` (the default: Spark's string or binary column) or ``avro``;
+* ``value.format`` — ``bytes`` (the default: Spark's string or binary column), ``avro`` or
+  ``protobuf``;
 * ``schemaRegistry.*`` — the registry (:mod:`jetspark.schemas.registry`); without it the values
-  are plain Avro of the inline schema (no wire-format header);
+  are plain Avro or Protobuf of the inline schema (no wire-format header);
 * the writer schema: the subject's ``value.schema.version`` (default: its latest version when the
   query is planned), or ``value.schema`` inline, which must be registered under the subject
   already; the subject is ``value.subject``, else named by ``value.subject.strategy`` from option
   ``topic`` (``topic``: ``<topic>-value``; ``record`` / ``topic-record`` with
-  ``value.subject.record``);
+  ``value.subject.record``); Protobuf: ``value.message``, the message of the schema's file
+  (default: ``value.subject.record``, else the file's first message), and with a registry only
+  the subject's versions (no inline schema, no registering);
 * ``value.schema.register`` — ``false`` (the default: production registries usually forbid
   clients to register) or ``true``: the inline schema, or without one the schema of the column's
   Spark type (:func:`jetspark.schemas.avro_encode.schema_of`), is registered under the subject
@@ -20,7 +23,8 @@ Options (``value.*``, and the same ``key.*`` for keys; the words of the source's
 The value is the ``value`` column (a struct, or any type the schema's takes); without a
 ``value`` column, the row's columns other than ``key``, ``topic``, ``partition`` and
 ``headers``. The type must fit the schema when the query is planned
-(:mod:`jetspark.schemas.avro_encode`); a row whose value does not fit is rejected, as
+(:mod:`jetspark.schemas.avro_encode`, :mod:`jetspark.schemas.protobuf_encode`); a row whose
+value does not fit is rejected, as
 ``onRejected`` says, its dead letter holding the value as JSON.
 """
 
@@ -37,18 +41,19 @@ from pyspark.sql import types as T
 from jetspark.errors import OptionError
 from jetspark.options import Options
 from jetspark.redaction import redacted_repr
-from jetspark.schemas import wire
+from jetspark.schemas import protobuf_types, wire
 from jetspark.schemas.avro_encode import AvroEncoder, avro_encoder, schema_text_of
 from jetspark.schemas.avro_types import AvroSchemaError
+from jetspark.schemas.protobuf_encode import ProtobufEncoder, protobuf_encoder
 from jetspark.schemas.registry import RegistryClient, RegistrySettings, SchemaRegistryError
 from jetspark.schemas.subjects import subject_option, version_option
 from jetspark.sinks.transactional import SinkError
 
 COLUMNS = ("key", "value")
-FORMATS = ("bytes", "avro")
-_NOT_YET = ("protobuf", "json-schema")
+FORMATS = ("bytes", "avro", "protobuf")
+_NOT_YET = ("json-schema",)
 _SUFFIXES = ("format", "schema", "schema.version", "schema.register", "subject", "subject.strategy",
-             "subject.record")
+             "subject.record", "message")
 OPTIONS = tuple(f"{column}.{suffix}" for column in COLUMNS for suffix in _SUFFIXES)
 KAFKA_COLUMNS = ("key", "topic", "partition", "headers")
 """The columns that are not the value when the value is the row's columns."""
@@ -60,13 +65,15 @@ class TypedValues:
     """How the sink encodes its ``value`` (or ``key``) column."""
 
     column: str
-    encoder: AvroEncoder
+    encoder: AvroEncoder | ProtobufEncoder
     schema_id: int | None
     """The registry's id of the writer schema (None: plain Avro, no wire-format header)."""
     where: str
     """The schema, named for a reason: ``subject orders-value version 3 (id 7)``."""
     from_row: bool = False
     """The value is the row's columns other than the Kafka ones (there is no ``value`` column)."""
+    prefix: bytes = b""
+    """Bytes before every payload, behind the wire header: Protobuf's message indexes."""
 
     def __repr__(self) -> str:
         return redacted_repr(self, hidden=("encoder",))
@@ -76,6 +83,8 @@ class TypedValues:
         does not; such a row's column holds its value as JSON, for its dead letter."""
         values = _values(batch, self.column, self.from_row)
         payloads, unfit = self.encoder.encode(values)
+        if self.prefix:
+            payloads = pc.binary_join_element_wise(pa.scalar(self.prefix, pa.binary()), payloads, b"")
         if self.schema_id is not None:
             payloads = wire.frame(self.schema_id, payloads)
         if unfit:
@@ -85,7 +94,8 @@ class TypedValues:
             letters = pa.array([json.dumps(values[i].as_py(), default=str, ensure_ascii=False).encode()
                                 for i in rows], pa.binary())
             payloads = pc.replace_with_mask(payloads, pa.array(mask), letters)
-            unfit = {i: f"its {self.column} does not fit the Avro schema ({self.where}): {why}"
+            kind = "Avro" if isinstance(self.encoder, AvroEncoder) else "Protobuf"
+            unfit = {i: f"its {self.column} does not fit the {kind} schema ({self.where}): {why}"
                      for i, why in unfit.items()}
         names = [n.lower() for n in batch.schema.names]
         if self.column in names:
@@ -130,24 +140,29 @@ def plan(options: dict[str, str], schema: T.StructType, topic: str | None) -> di
 def _plan_column(opts: Options, schema: T.StructType, topic: str | None, column: str) -> TypedValues | None:
     fmt = opts.choice(f"{column}.format", "bytes", (*FORMATS, *_NOT_YET))
     if fmt in _NOT_YET:
-        raise OptionError(f"{column}.format", fmt, "bytes or avro (the sink does not write "
-                          f"{' or '.join(_NOT_YET)} yet; the source reads them)")
+        raise OptionError(f"{column}.format", fmt, "bytes, avro or protobuf (the sink does not write "
+                          f"{' or '.join(_NOT_YET)} yet; the source reads it)")
     if fmt == "bytes":
         for suffix in _SUFFIXES[1:]:
             name = f"{column}.{suffix}"
             if opts.get(name) is not None:
-                raise OptionError(name, opts.get(name), f"nothing unless {column}.format is avro")
+                raise OptionError(name, opts.get(name), f"nothing unless {column}.format is avro or protobuf")
         return None
+    if fmt == "avro" and opts.get(f"{column}.message") is not None:
+        raise OptionError(f"{column}.message", opts.get(f"{column}.message"),
+                          f"nothing unless {column}.format is protobuf")
     spark, from_row = value_type(schema, column)
     if spark is None:
-        raise SinkError(f"{column}.format=avro needs a {column!r} column" +
+        raise SinkError(f"{column}.format={fmt} needs a {column!r} column" +
                         (" or other columns" if column == "value" else ""))
+    if fmt == "protobuf":
+        return _plan_protobuf(opts, spark, from_row, topic, column)
     registry = RegistrySettings.parse(opts)
     inline = opts.string(f"{column}.schema")
     register = opts.boolean(f"{column}.schema.register", False)
     if registry is None:
         if inline is None:
-            raise OptionError(f"{column}.format", "avro",
+            raise OptionError(f"{column}.format", fmt,
                               f"bytes, unless schemaRegistry.url or {column}.schema is given")
         if register:
             raise OptionError(f"{column}.schema.register", "true",
@@ -178,6 +193,51 @@ def _plan_column(opts: Options, schema: T.StructType, topic: str | None, column:
         schema_id, found_version = _registered(client, subject, text, register, column)
     where = f"subject {subject} version {found_version} (id {schema_id})"
     return TypedValues(column, _encoder(text, spark, column, where), schema_id, where, from_row)
+
+
+def _plan_protobuf(opts: Options, spark: T.DataType, from_row: bool, topic: str | None, column: str
+                   ) -> TypedValues:
+    """Protobuf: the subject's version with a registry (its message indexes before each payload),
+    else the inline file."""
+    registry = RegistrySettings.parse(opts)
+    inline = opts.string(f"{column}.schema")
+    if opts.boolean(f"{column}.schema.register", False):
+        raise OptionError(f"{column}.schema.register", "true", "false: the sink does not register Protobuf "
+                          "schemas (register the .proto with your tooling; the sink writes with it)")
+    if registry is None:
+        if inline is None:
+            raise OptionError(f"{column}.format", "protobuf",
+                              f"bytes, unless schemaRegistry.url or {column}.schema is given")
+        file = protobuf_types.load_file(inline, lambda _name: None)
+        schema_id, where = None, f"{column}.schema"
+    else:
+        if inline is not None:
+            raise OptionError(f"{column}.schema", inline[:200], "nothing with schemaRegistry.url and "
+                              f"{column}.format=protobuf: the sink writes with the subject's version "
+                              f"({column}.schema.version)")
+        client = RegistryClient(registry)
+        subject = subject_option(opts, (topic,) if topic else (), column, "option 'topic' is set")
+        try:
+            found = client.version(subject, version_option(opts, column), serialized=True)
+        except SchemaRegistryError as e:
+            if e.status == _NOT_FOUND and version_option(opts, column) is None:
+                raise OptionError(f"{column}.subject", subject, "a subject that holds the Protobuf schema to "
+                                  "write with (the registry has none)") from None
+            raise
+        if found.schema_type != "PROTOBUF":
+            raise OptionError(f"{column}.format", "protobuf", f"the format of subject {subject!r}'s schemas "
+                              f"({found.schema_type})")
+        file = protobuf_types.registered_file(client, found)
+        schema_id = found.schema_id
+        where = f"subject {subject} version {found.version} (id {schema_id})"
+    message = protobuf_types.message_option(file, opts, column)
+    try:
+        encoder = protobuf_encoder(protobuf_types.file_set(file), message.full_name, spark, column)
+    except protobuf_types.ProtobufSchemaError as e:
+        raise SinkError(f"the {column} column does not fit the Protobuf message {message.full_name} "
+                        f"({where}): {e}") from None
+    return TypedValues(column, encoder, schema_id, where, from_row,
+                       encoder.indexes() if schema_id is not None else b"")
 
 
 def _registered(client: RegistryClient, subject: str, text: str, register: bool, column: str

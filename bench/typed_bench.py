@@ -1,4 +1,5 @@
-"""What the typed-value benchmarks share (``bench_avro.py``, ``bench_protobuf.py``): the
+"""What the typed-value benchmarks share (``bench_avro.py``, ``bench_protobuf.py``,
+``bench_avro_sink.py``): the
 registry, a topic filled once with a pool of framed values, the sample check against Spark's
 own decoder, and the alternating timed runs with their report."""
 
@@ -72,8 +73,13 @@ def same_sample(ours: list, theirs: list, decoder: str) -> None:
 
 
 def timed(write) -> float:
+    """Seconds to run ``write``: a DataFrameWriter (saved to the ``noop`` sink) or a function
+    that writes itself (the sink benchmarks)."""
     t0 = time.perf_counter()
-    write.format("noop").mode("overwrite").save()
+    if callable(write):
+        write()
+    else:
+        write.format("noop").mode("overwrite").save()
     return time.perf_counter() - t0
 
 

@@ -25,15 +25,12 @@ average. A report goes to ``bench/reports/``.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
-import sys
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from kafka_bench import ROOT
-from typed_bench import fill_topic, registry_url, run_and_report, same_sample
+from typed_bench import SPARK_AVRO, arguments, fill_topic, run_and_report, same_sample, services
 
 ORDER = {
     "type": "record",
@@ -150,14 +147,7 @@ def ensure_topic(
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=5_000_000)
-    ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--distinct", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
-    from kafka_bench import kafka_bootstrap
+    args = arguments(__doc__, 5_000_000, 8)
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
     from pyspark_jetkafka import DefaultSource
@@ -165,11 +155,10 @@ def main() -> int:
     from jetspark.devtools.maven import SPARK_KAFKA, spark_jars_conf
     from jetspark.devtools.spark import local_session
 
-    bootstrap = kafka_bootstrap("native")
-    registry = registry_url()
+    bootstrap, registry = services()
     topic, schema_id = ensure_topic(bootstrap, registry, args.records, args.partitions, args.distinct)
     spark = local_session(
-        "bench-avro", conf=spark_jars_conf([*SPARK_KAFKA, "org.apache.spark:spark-avro_2.13:4.2.0"])
+        "bench-avro", conf=spark_jars_conf([*SPARK_KAFKA, SPARK_AVRO])
     )
     spark.dataSource.register(DefaultSource)
     schema = json.dumps(ORDER)

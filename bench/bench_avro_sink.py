@@ -22,26 +22,16 @@ in the last run is checked to read back, by jetkafka's own decoder, as the rows 
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import uuid
 
 from bench_avro import ORDER, SUBJECT, ensure_topic
-from kafka_bench import ROOT
-from typed_bench import registry_url, run_and_report
+from typed_bench import SPARK_AVRO, arguments, run_and_report, services
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--distinct", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
+    args = arguments(__doc__, 1_000_000, 4)
     from confluent_kafka.admin import AdminClient, NewTopic
-    from kafka_bench import kafka_bootstrap
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import to_avro
     from pyspark_jetkafka import DefaultSource
@@ -49,11 +39,10 @@ def main() -> int:
     from jetspark.devtools.maven import SPARK_KAFKA, spark_jars_conf
     from jetspark.devtools.spark import local_session
 
-    bootstrap = kafka_bootstrap("native")
-    registry = registry_url()
+    bootstrap, registry = services()
     source, schema_id = ensure_topic(bootstrap, registry, args.records, 8, args.distinct)
     spark = local_session(
-        "bench-avro-sink", conf=spark_jars_conf([*SPARK_KAFKA, "org.apache.spark:spark-avro_2.13:4.2.0"])
+        "bench-avro-sink", conf=spark_jars_conf([*SPARK_KAFKA, SPARK_AVRO])
     )
     spark.dataSource.register(DefaultSource)
     schema = json.dumps(ORDER)

@@ -30,12 +30,9 @@ average. A report goes to ``bench/reports/``.
 
 from __future__ import annotations
 
-import argparse
 import base64
-import sys
 
-from kafka_bench import ROOT
-from typed_bench import fill_topic, registry_url, run_and_report, same_sample
+from typed_bench import arguments, fill_topic, run_and_report, same_sample, services
 
 SUBJECT = "bench-protobuf-orders-value"
 MESSAGE = "bench.shop.Order"
@@ -146,14 +143,7 @@ def ensure_topic(bootstrap: str, registry: str, records: int, partitions: int, d
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=int, default=5_000_000)
-    ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--distinct", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
-    from kafka_bench import kafka_bootstrap
+    args = arguments(__doc__, 5_000_000, 8)
     from pyspark.sql import functions as F
     from pyspark.sql.protobuf.functions import from_protobuf
     from pyspark_jetkafka import DefaultSource
@@ -162,8 +152,7 @@ def main() -> int:
     from jetspark.devtools.spark import local_session
     from jetspark.errors import JetsparkError
 
-    bootstrap = kafka_bootstrap("native")
-    registry = registry_url()
+    bootstrap, registry = services()
     topic, schema_id, descriptors = ensure_topic(bootstrap, registry, args.records, args.partitions,
                                                  args.distinct)
     try:

@@ -5,12 +5,36 @@ own decoder, and the alternating timed runs with their report."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 
-from kafka_bench import write_report
+from kafka_bench import ROOT, write_report
+
+SPARK_AVRO = "org.apache.spark:spark-avro_2.13:4.2.0"
+
+
+def arguments(doc: str, records: int, partitions: int) -> argparse.Namespace:
+    """A typed-value benchmark's command line (``--records``, ``--partitions``, ``--distinct``,
+    ``--repeat``), with the project importable."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--records", type=int, default=records)
+    ap.add_argument("--partitions", type=int, default=partitions)
+    ap.add_argument("--distinct", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    return args
+
+
+def services() -> tuple[str, str]:
+    """The Kafka bootstrap servers and the registry's URL."""
+    from kafka_bench import kafka_bootstrap
+
+    return kafka_bootstrap("native"), registry_url()
 
 
 def registry_url() -> str:

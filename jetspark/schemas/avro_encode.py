@@ -107,18 +107,8 @@ def _refuse(path: str, s: object, spark: T.DataType, accepted: str = "") -> Avro
                            f"{_describe(s)}{more}")
 
 
-class _Encoding:
-    """One column's encoding: the unfit rows found on the way, by row of the column."""
-
-    def __init__(self, unfit: dict[int, str]) -> None:
-        self.unfit = unfit
-
-    def mark(self, mask: np.ndarray, rows: np.ndarray | None, why) -> None:
-        """Rows where ``mask`` is true are unfit; ``why(i)`` says why (``i``: the row here)."""
-        if not mask.any():
-            return
-        for i in np.flatnonzero(mask):
-            self.unfit.setdefault(int(rows[i]) if rows is not None else int(i), why(int(i)))
+class _Encoding(ragged.UnfitRows):
+    """One column's encoding, and the unfit rows found on the way."""
 
     def encode(self, s: object, spark: T.DataType, a: pa.Array, active: np.ndarray,
                rows: np.ndarray | None, path: str) -> Ragged:

@@ -107,15 +107,8 @@ def _with_length(body: Ragged) -> Ragged:
     return ragged.concat([ragged.varints(body.lengths.astype(np.uint64)), body])
 
 
-class _Encoding:
-    def __init__(self, unfit: dict[int, str]) -> None:
-        self.unfit = unfit
-
-    def mark(self, mask: np.ndarray, rows: np.ndarray | None, why) -> None:
-        if not mask.any():
-            return
-        for i in np.flatnonzero(mask):
-            self.unfit.setdefault(int(rows[i]) if rows is not None else int(i), why(int(i)))
+class _Encoding(ragged.UnfitRows):
+    """One column's encoding, and the unfit rows found on the way."""
 
     def message(self, d: Descriptor, spark, a: pa.Array, active: np.ndarray, rows, path: str) -> Ragged:
         """The message's fields (no tag, no length) of every active row."""

@@ -183,3 +183,19 @@ def list_items(offsets: np.ndarray, size: int, active: np.ndarray, rows: np.ndar
     owners = rows if rows is not None else np.arange(len(lengths))
     item_rows[offsets[0]:offsets[-1]] = np.repeat(owners, lengths)
     return item_active, item_rows
+
+
+class UnfitRows:
+    """An encoding's rows that do not fit their schema: the first reason found for each, by row
+    of the column encoded."""
+
+    def __init__(self, unfit: dict[int, str]) -> None:
+        self.unfit = unfit
+
+    def mark(self, mask: np.ndarray, rows: np.ndarray | None, why) -> None:
+        """Rows where ``mask`` is true are unfit; ``why(i)`` says why (``i``: the row here,
+        ``rows[i]`` the column's row; ``rows`` None: the same). No Python call unless one is."""
+        if not mask.any():
+            return
+        for i in np.flatnonzero(mask):
+            self.unfit.setdefault(int(rows[i]) if rows is not None else int(i), why(int(i)))

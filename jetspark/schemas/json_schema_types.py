@@ -39,7 +39,7 @@ from jetspark.errors import JetsparkError
 _SIMPLE = {"string": T.StringType(), "integer": T.LongType(), "number": T.DoubleType(),
            "boolean": T.BooleanType()}
 _FORMATS = {"date-time": T.TimestampType(), "date": T.DateType()}
-_LOCAL_REFS = ("#/definitions/", "#/$defs/")
+LOCAL_REFS = ("#/definitions/", "#/$defs/")
 
 
 class JsonSchemaError(JetsparkError):
@@ -90,7 +90,7 @@ class _Converter:
                 raise JsonSchemaError(f"{where}: one type besides null is supported, not {kind}")
             kind = kinds[0]
         if kind is None:
-            kind = _implied(schema, where)
+            kind = implied_type(schema, where)
         if kind == "object":
             return self._object(schema, where, seen)
         if kind == "array":
@@ -112,13 +112,13 @@ class _Converter:
                              for name, sub in properties.items()])
 
     def _nullable(self, branches: object, word: str, where: str, seen: tuple[str, ...]) -> T.DataType:
-        kept = [b for b in branches if not _is_null(b)] if isinstance(branches, list) else []
+        kept = [b for b in branches if not is_null(b)] if isinstance(branches, list) else []
         if len(kept) != 1:
             raise JsonSchemaError(f"{where}: {word} is supported for one schema and null only")
         return self.convert(kept[0], where, seen)
 
     def _ref(self, ref: object, where: str, seen: tuple[str, ...]) -> T.DataType:
-        prefix = next((p for p in _LOCAL_REFS if isinstance(ref, str) and ref.startswith(p)), None)
+        prefix = next((p for p in LOCAL_REFS if isinstance(ref, str) and ref.startswith(p)), None)
         if prefix is None:
             raise JsonSchemaError(f"{where}: $ref {ref!r}: only #/definitions/… and #/$defs/… are supported")
         if ref in seen:
@@ -129,7 +129,7 @@ class _Converter:
         return self.convert(target, where, (*seen, ref))
 
 
-def _implied(schema: Mapping, where: str) -> str:
+def implied_type(schema: Mapping, where: str) -> str:
     """The type of a schema without ``type``: by its properties, items, or enum/const values."""
     if "properties" in schema:
         return "object"
@@ -152,5 +152,5 @@ def _json_kind(value: object) -> str:
     return "string" if isinstance(value, str) else "unsupported"
 
 
-def _is_null(schema: object) -> bool:
+def is_null(schema: object) -> bool:
     return isinstance(schema, Mapping) and schema.get("type") == "null"

@@ -129,6 +129,14 @@ def lists(items: Ragged, list_offsets: np.ndarray) -> Ragged:
     return Ragged(items.offsets[list_offsets], items.data)
 
 
+def drop_first(r: Ragged) -> Ragged:
+    """Every row without its first byte (an empty row stays empty)."""
+    lengths = r.lengths
+    keep = np.ones(len(r.body), bool)
+    keep[(r.offsets[:-1] - r.offsets[0])[lengths > 0]] = False
+    return Ragged(_offsets(np.maximum(lengths - 1, 0)), r.body[keep])
+
+
 def concat(parts: Sequence[Ragged]) -> Ragged:
     """Row ``i`` of every part, joined in order, as row ``i``."""
     if len(parts) == 1:

@@ -1,11 +1,11 @@
 """Typed keys and values written by the jetkafka sink: a column (or, for the value, the row's
-other columns) encoded as Avro or Protobuf, in Confluent's wire format with a schema of the
-Schema Registry, or plain with a schema given inline.
+other columns) encoded as Avro, Protobuf or JSON (of a JSON Schema), in Confluent's wire format
+with a schema of the Schema Registry, or plain with a schema given inline.
 
 Options (``value.*``, and the same ``key.*`` for keys; the words of the source's options):
 
-* ``value.format`` — ``bytes`` (the default: Spark's string or binary column), ``avro`` or
-  ``protobuf``;
+* ``value.format`` — ``bytes`` (the default: Spark's string or binary column), ``avro``,
+  ``protobuf`` or ``json-schema``;
 * ``schemaRegistry.*`` — the registry (:mod:`jetspark.schemas.registry`); without it the values
   are plain Avro or Protobuf of the inline schema (no wire-format header);
 * the writer schema: the subject's ``value.schema.version`` (default: its latest version when the
@@ -16,14 +16,15 @@ Options (``value.*``, and the same ``key.*`` for keys; the words of the source's
   (default: ``value.subject.record``, else the file's first message), and with a registry only
   the subject's versions (no inline schema, no registering);
 * ``value.schema.register`` — ``false`` (the default: production registries usually forbid
-  clients to register) or ``true``: the inline schema, or without one the schema of the column's
-  Spark type (:func:`jetspark.schemas.avro_encode.schema_of`), is registered under the subject
-  when the registry lacks it.
+  clients to register) or ``true``: the inline schema, or without one (Avro only) the schema of
+  the column's Spark type (:func:`jetspark.schemas.avro_encode.schema_of`), is registered under
+  the subject when the registry lacks it.
 
 The value is the ``value`` column (a struct, or any type the schema's takes); without a
 ``value`` column, the row's columns other than ``key``, ``topic``, ``partition`` and
 ``headers``. The type must fit the schema when the query is planned
-(:mod:`jetspark.schemas.avro_encode`, :mod:`jetspark.schemas.protobuf_encode`); a row whose
+(:mod:`jetspark.schemas.avro_encode`, :mod:`jetspark.schemas.protobuf_encode`,
+:mod:`jetspark.schemas.json_encode`); a row whose
 value does not fit is rejected, as
 ``onRejected`` says, its dead letter holding the value as JSON.
 """
@@ -44,14 +45,17 @@ from jetspark.redaction import redacted_repr
 from jetspark.schemas import protobuf_types, wire
 from jetspark.schemas.avro_encode import AvroEncoder, avro_encoder, schema_text_of
 from jetspark.schemas.avro_types import AvroSchemaError
+from jetspark.schemas.json_encode import JsonEncoder, json_encoder
+from jetspark.schemas.json_schema_types import JsonSchemaError
 from jetspark.schemas.protobuf_encode import ProtobufEncoder, protobuf_encoder
 from jetspark.schemas.registry import RegistryClient, RegistrySettings, SchemaRegistryError
 from jetspark.schemas.subjects import subject_option, version_option
 from jetspark.sinks.transactional import SinkError
 
 COLUMNS = ("key", "value")
-FORMATS = ("bytes", "avro", "protobuf")
-_NOT_YET = ("json-schema",)
+FORMATS = ("bytes", "avro", "protobuf", "json-schema")
+_REGISTRY_TYPE = {"avro": "AVRO", "json-schema": "JSON"}
+_NAME = {"avro": "Avro", "protobuf": "Protobuf", "json-schema": "JSON"}
 _SUFFIXES = ("format", "schema", "schema.version", "schema.register", "subject", "subject.strategy",
              "subject.record", "message")
 OPTIONS = tuple(f"{column}.{suffix}" for column in COLUMNS for suffix in _SUFFIXES)
@@ -65,7 +69,7 @@ class TypedValues:
     """How the sink encodes its ``value`` (or ``key``) column."""
 
     column: str
-    encoder: AvroEncoder | ProtobufEncoder
+    encoder: AvroEncoder | ProtobufEncoder | JsonEncoder
     schema_id: int | None
     """The registry's id of the writer schema (None: plain Avro, no wire-format header)."""
     where: str
@@ -94,7 +98,7 @@ class TypedValues:
             letters = pa.array([json.dumps(values[i].as_py(), default=str, ensure_ascii=False).encode()
                                 for i in rows], pa.binary())
             payloads = pc.replace_with_mask(payloads, pa.array(mask), letters)
-            kind = "Avro" if isinstance(self.encoder, AvroEncoder) else "Protobuf"
+            kind = {AvroEncoder: "Avro", ProtobufEncoder: "Protobuf", JsonEncoder: "JSON"}[type(self.encoder)]
             unfit = {i: f"its {self.column} does not fit the {kind} schema ({self.where}): {why}"
                      for i, why in unfit.items()}
         names = [n.lower() for n in batch.schema.names]
@@ -138,17 +142,15 @@ def plan(options: dict[str, str], schema: T.StructType, topic: str | None) -> di
 
 
 def _plan_column(opts: Options, schema: T.StructType, topic: str | None, column: str) -> TypedValues | None:
-    fmt = opts.choice(f"{column}.format", "bytes", (*FORMATS, *_NOT_YET))
-    if fmt in _NOT_YET:
-        raise OptionError(f"{column}.format", fmt, "bytes, avro or protobuf (the sink does not write "
-                          f"{' or '.join(_NOT_YET)} yet; the source reads it)")
+    fmt = opts.choice(f"{column}.format", "bytes", FORMATS)
     if fmt == "bytes":
         for suffix in _SUFFIXES[1:]:
             name = f"{column}.{suffix}"
             if opts.get(name) is not None:
-                raise OptionError(name, opts.get(name), f"nothing unless {column}.format is avro or protobuf")
+                raise OptionError(name, opts.get(name),
+                                  f"nothing unless {column}.format is avro, protobuf or json-schema")
         return None
-    if fmt == "avro" and opts.get(f"{column}.message") is not None:
+    if fmt != "protobuf" and opts.get(f"{column}.message") is not None:
         raise OptionError(f"{column}.message", opts.get(f"{column}.message"),
                           f"nothing unless {column}.format is protobuf")
     spark, from_row = value_type(schema, column)
@@ -167,7 +169,7 @@ def _plan_column(opts: Options, schema: T.StructType, topic: str | None, column:
         if register:
             raise OptionError(f"{column}.schema.register", "true",
                               "false, unless schemaRegistry.url is given")
-        return TypedValues(column, _encoder(inline, spark, column, "the inline schema"), None,
+        return TypedValues(column, _encoder(fmt, inline, spark, column, "the inline schema"), None,
                            f"{column}.schema", from_row)
     subject = subject_option(opts, (topic,) if topic else (), column, "option 'topic' is set")
     version = version_option(opts, column)
@@ -182,17 +184,21 @@ def _plan_column(opts: Options, schema: T.StructType, topic: str | None, column:
             if e.status != _NOT_FOUND or version is not None:
                 raise
             raise _register_off(column, subject, "has no schema") from None
-        if found.schema_type != "AVRO":
-            raise OptionError(f"{column}.format", "avro", f"the format of subject {subject!r}'s schemas "
-                              f"({found.schema_type}), which the sink does not write yet")
+        if found.schema_type != _REGISTRY_TYPE[fmt]:
+            raise OptionError(f"{column}.format", fmt, f"the format of subject {subject!r}'s schemas "
+                              f"({found.schema_type})")
         text, schema_id, found_version = found.text, found.schema_id, found.version
     else:
+        if inline is None and fmt != "avro":
+            raise OptionError(f"{column}.schema", None, "the JSON Schema to register (the sink derives "
+                              "only Avro schemas from Spark types)")
         text = inline if inline is not None else schema_text_of(spark)
         # the type must fit before anything is registered
-        _encoder(text, spark, column, "the inline schema" if inline is not None else "its derived schema")
-        schema_id, found_version = _registered(client, subject, text, register, column)
+        given = "the inline schema" if inline is not None else "its derived schema"
+        _encoder(fmt, text, spark, column, given)
+        schema_id, found_version = _registered(client, subject, _REGISTRY_TYPE[fmt], text, register, column)
     where = f"subject {subject} version {found_version} (id {schema_id})"
-    return TypedValues(column, _encoder(text, spark, column, where), schema_id, where, from_row)
+    return TypedValues(column, _encoder(fmt, text, spark, column, where), schema_id, where, from_row)
 
 
 def _plan_protobuf(opts: Options, spark: T.DataType, from_row: bool, topic: str | None, column: str
@@ -240,20 +246,20 @@ def _plan_protobuf(opts: Options, spark: T.DataType, from_row: bool, topic: str 
                        encoder.indexes() if schema_id is not None else b"")
 
 
-def _registered(client: RegistryClient, subject: str, text: str, register: bool, column: str
-                ) -> tuple[int, int | None]:
+def _registered(client: RegistryClient, subject: str, schema_type: str, text: str, register: bool,
+                column: str) -> tuple[int, int | None]:
     """The id and version of ``text`` under ``subject``; registered there when it is not and
     ``register`` allows it."""
     try:
-        found = client.lookup(subject, "AVRO", text)
+        found = client.lookup(subject, schema_type, text)
         return found.schema_id, found.version
     except SchemaRegistryError as e:
         if e.status != _NOT_FOUND:
             raise
         if not register:
             raise _register_off(column, subject, "does not hold the schema") from None
-    schema_id = client.register(subject, "AVRO", text)
-    return schema_id, client.lookup(subject, "AVRO", text).version
+    schema_id = client.register(subject, schema_type, text)
+    return schema_id, client.lookup(subject, schema_type, text).version
 
 
 def _register_off(column: str, subject: str, lacking: str) -> OptionError:
@@ -262,8 +268,8 @@ def _register_off(column: str, subject: str, lacking: str) -> OptionError:
                        f"default: registries in production usually forbid it; or register it yourself)")
 
 
-def _encoder(text: str, spark: T.DataType, column: str, where: str) -> AvroEncoder:
+def _encoder(fmt: str, text: str, spark: T.DataType, column: str, where: str) -> AvroEncoder | JsonEncoder:
     try:
-        return avro_encoder(text, spark, column)
-    except AvroSchemaError as e:
-        raise SinkError(f"the {column} column does not fit the Avro schema ({where}): {e}") from None
+        return avro_encoder(text, spark, column) if fmt == "avro" else json_encoder(text, spark, column)
+    except (AvroSchemaError, JsonSchemaError) as e:
+        raise SinkError(f"the {column} column does not fit the {_NAME[fmt]} schema ({where}): {e}") from None

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jetspark.windowing.arrow_numpy import take_rows, to_numpy
 from jetspark.windowing.kernels import reduce_groups, take
 from jetspark.windowing.keys import key_codes, pair_groups
 from jetspark.windowing.plan import CHANGED, END, FRAME, START, Plan, us_to_ts
@@ -124,13 +125,13 @@ def merge(plan: Plan, table: pa.Table) -> Cells:
         end = table.column(END).to_numpy()
         src, ckc, s, e, merged, flags = merge_sessions(plan.ops, accs, kc, start, end, changed)
         return Cells(keys.take(src), ckc, {START: s, END: e}, merged, flags)
-    frame = table.column(FRAME).to_numpy()
+    frame = to_numpy(table.column(FRAME))
     gid, ng, first = pair_groups(kc, frame)
     if ng == len(gid):  # already one row per (key, frame): e.g. Spark aggregated them (static queries)
         return Cells(keys, kc, {FRAME: frame}, accs, changed)
     accs = [reduce_groups(op, a, gid, ng) for op, a in zip(plan.ops, accs, strict=True)]
     flags = None if changed is None else np.bincount(gid, weights=changed, minlength=ng) > 0
-    return Cells(keys.take(first), kc[first], {FRAME: frame[first]}, accs, flags)
+    return Cells(take_rows(keys, first), kc[first], {FRAME: frame[first]}, accs, flags)
 
 
 def _changed_flags(table: pa.Table) -> np.ndarray:
@@ -170,7 +171,7 @@ def emit(plan: Plan, cells: Cells, emitted_us: int | None, watermark_us: int | N
     )
     return _output(
         plan,
-        cells.keys.take(wins.cell),
+        take_rows(cells.keys, wins.cell),
         policy.window_start(wins.last_frame),
         policy.window_end(wins.last_frame),
         wins.accs,

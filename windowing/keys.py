@@ -1,11 +1,16 @@
-"""Vectorized grouping: dense integer codes for key columns and (code, position) pairs."""
+"""Vectorized grouping: dense integer codes for key columns and (code, position) pairs.
+
+pandas (its hash factorization) is imported only on the paths that need it: a Python worker
+that runs stage 2 of a static query on distinct single-key cells never loads it.
+"""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from jetspark.windowing.arrow_numpy import to_numpy
 
 
 def key_codes(table: pa.Table, keys: tuple[str, ...]) -> np.ndarray:
@@ -23,9 +28,16 @@ def _tuple_codes(columns: list[pa.Array], rows: int) -> np.ndarray:
         c, n = _column_codes(col)
         codes = c if codes is None else codes * n + c
         if len(columns) > 1:
-            codes, _ = pd.factorize(codes)
+            codes, _ = _factorize(codes)
             codes = codes.astype(np.int64)
     return codes if codes is not None else np.zeros(rows, np.int64)
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pandas' hash factorization (codes in order of first appearance, the uniques)."""
+    import pandas as pd
+
+    return pd.factorize(values)
 
 
 def _column_codes(col: pa.Array) -> tuple[np.ndarray, int]:
@@ -42,10 +54,10 @@ def _column_codes(col: pa.Array) -> tuple[np.ndarray, int]:
         return codes, int(codes.max()) + 1 if len(codes) else 1
     elif pa.types.is_nested(t):
         texts = np.array([repr(_canonical(v)) for v in col.to_pylist()], dtype=object)
-        codes, uniques = pd.factorize(texts)
+        codes, uniques = _factorize(texts)
         return codes.astype(np.int64), max(len(uniques), 1)
     enc = col.dictionary_encode(null_encoding="encode")
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(enc.dictionary)
+    return to_numpy(enc.indices).astype(np.int64), len(enc.dictionary)
 
 
 def canonical_floats(col: pa.Array) -> pa.Array:
@@ -100,9 +112,9 @@ def pair_groups(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int, np.ndarr
             rows = np.arange(len(a), dtype=np.int64)
             return rows, len(a), rows
     else:
-        bc, _ = pd.factorize(b)
+        bc, _ = _factorize(b)
         combined = a * (int(bc.max()) + 1) + bc
-    gid, uniq = pd.factorize(combined)
+    gid, uniq = _factorize(combined)
     gid = gid.astype(np.int64)
     running = np.maximum.accumulate(gid)
     first = np.flatnonzero(np.r_[True, gid[1:] > running[:-1]])

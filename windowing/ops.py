@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column
 
+from jetspark.windowing import arrow_numpy
 from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateError, AggregateOperation, Field
 
 ColumnOrName = Column | str
@@ -35,7 +36,7 @@ ColumnOrName = Column | str
 
 
 def _null_where(values: np.ndarray, null: np.ndarray) -> pa.Array:
-    return pa.array(values, mask=null)
+    return arrow_numpy.from_numpy(values, pa.float64(), null)
 
 
 class Count(AggregateOperation):

@@ -13,12 +13,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from jetspark.windowing.aggregate_operation import Field
+from jetspark.windowing.arrow_numpy import to_numpy
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from jetspark.windowing.plan import Plan
 
 
@@ -39,7 +41,7 @@ def from_arrow(field: Field, arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     if not field.is_list:
-        return arr.to_numpy(zero_copy_only=False).astype(field.numpy_dtype, copy=False)
+        return to_numpy(arr).astype(field.numpy_dtype, copy=False)
     offsets = arr.offsets.to_numpy()
     flat = arr.values.to_numpy(zero_copy_only=False)
     flat = flat[offsets[0] : offsets[-1]]
@@ -88,6 +90,8 @@ def unpack_partials(frames: Iterator[pd.DataFrame], schema: pa.Schema) -> tuple[
     (first column, by position: transformWithStateInPandas does not keep the names),
     and the largest watermark the rows carry (fourth column, epoch µs; None: none);
     watermark carrier rows (null blob) add only their watermark."""
+    import pandas as pd  # streaming state functions only (they receive pandas frames)
+
     tables, carried = [], None
     for pdf in frames:
         for blob in pdf.iloc[:, 0]:

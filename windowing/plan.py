@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from jetspark.columns import TIMESTAMP_TYPE
 from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateError, AggregateOperation
+from jetspark.windowing.arrow_numpy import from_numpy
 from jetspark.windowing.definitions import SessionWindow, SlidingWindow, WindowDefinition
 from jetspark.windowing.partials import from_arrow, to_arrow
 
@@ -136,7 +137,7 @@ class Plan:
         out = {}
         for name, op, acc in zip(self.names, self.ops, accs, strict=True):
             res = op.finish(acc)
-            out[name] = res if isinstance(res, pa.Array) else pa.array(np.asarray(res))
+            out[name] = res if isinstance(res, pa.Array) else _column(np.asarray(res))
         return out
 
     def input_arrays(self, table: pa.Table, t_us: np.ndarray, op: AggregateOperation) -> list[np.ndarray]:
@@ -153,6 +154,13 @@ class Plan:
                 col = pc.if_else(pc.is_valid(col), 0.0, pa.scalar(None, pa.float64()))
             cols.append(pc.cast(col, pa.float64(), safe=False).to_numpy())
         return cols
+
+
+def _column(values: np.ndarray) -> pa.Array:
+    """A result column: integers and floats through buffers, anything else by pyarrow."""
+    if values.dtype.kind in "iuf":
+        return from_numpy(values, pa.from_numpy_dtype(values.dtype))
+    return pa.array(values)
 
 
 def _is_number(t: pa.DataType) -> bool:
@@ -175,4 +183,4 @@ def time_to_us(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 def us_to_ts(us: np.ndarray) -> pa.Array:
-    return pa.array(us.astype(np.int64), type=pa.int64()).cast(TIMESTAMP_TYPE)
+    return from_numpy(us, TIMESTAMP_TYPE)

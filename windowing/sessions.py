@@ -9,7 +9,6 @@ A session is ``[start, end)`` with ``end = last event + timeout``.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from jetspark.windowing.aggregate_operation import Acc, AggregateOperation
 from jetspark.windowing.kernels import reduce_groups, take
@@ -33,6 +32,8 @@ def merge_sessions(
     if n == 0:
         z = np.zeros(0, np.int64)
         return z, z, z, z, [op.create(0) for op in ops], None if changed is None else np.zeros(0, bool)
+    import pandas as pd  # here only: a worker that runs sliding windows never loads it
+
     order = np.lexsort((start, kc))
     kc, start, end = kc[order], start[order], end[order]
     reach = pd.Series(end).groupby(kc).cummax().to_numpy()

@@ -29,14 +29,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import pyarrow as pa
 
 from jetspark.windowing.combine_to_window import StepResult, empty_output, step
 from jetspark.windowing.early_results import EARLY_KEY, is_due
 from jetspark.windowing.partials import dump_table, load_table, schema_metadata, unpack_partials
 from jetspark.windowing.plan import Plan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STATE_DDL = "blob binary, emitted bigint"
 #: Key of the blob's schema metadata holding the bucket's registered timer (ms); a blob

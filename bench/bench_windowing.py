@@ -8,7 +8,10 @@ count, sum and max of a value. Runs alternate between the contenders (order reve
 every other repetition); the **median** of ``--repeat`` runs is the headline figure (the
 best is reported too), with wall seconds and the CPU seconds of the whole local Spark
 (JVM and Python workers: a figure that moves less than wall time on a loaded machine).
-The load average is printed with every figure.
+The load average is printed with every figure, and so is the number of Python processes Spark
+started during a run: Spark ends a Python worker idle for a minute, so a jetspark run that
+follows more than a minute of JVM-only contenders (``window()`` at size/slide 100) starts new
+ones, which import their modules before doing any work; the report counts such runs.
 
 * ``spark-window``: ``groupBy(key, window(ts, size, slide)).agg(…)``
 * ``spark-frames`` (batch only; window functions do not run on streams): aggregate per
@@ -200,6 +203,28 @@ def tree_cpu_s() -> float:
     return total / _TICK
 
 
+def python_processes() -> set[int]:
+    """PIDs of this process's descendant Python processes: Spark's Python daemon and workers."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1 : raw.rindex(")")]
+        children.setdefault(int(raw.rsplit(")", 1)[1].split()[1]), []).append((int(entry), name))
+    found, todo = set(), [os.getpid()]
+    while todo:
+        for pid, name in children.get(todo.pop(), []):
+            if name.startswith("python"):
+                found.add(pid)
+            todo.append(pid)
+    return found
+
+
 def load() -> float:
     return os.getloadavg()[0]
 
@@ -209,6 +234,16 @@ def timed(action) -> tuple[float, float, object]:
     c0, t0 = tree_cpu_s(), time.perf_counter()
     out = action()
     return time.perf_counter() - t0, tree_cpu_s() - c0, out
+
+
+def timed_run(action) -> dict:
+    """``timed`` as a run's record, with how many Python processes (workers, daemon) Spark
+    started during it: Spark ends a worker idle for a minute, so a jetspark run after more
+    than a minute of JVM-only contenders starts new ones (each imports its modules again
+    before any work)."""
+    before = python_processes()
+    wall, cpu, out = timed(action)
+    return {"wall": wall, "cpu": cpu, "new_py_processes": len(python_processes() - before), "out": out}
 
 
 def _noop(df) -> None:
@@ -229,8 +264,9 @@ def batch_query(spark, data: Path, contender: str, ratio: int):
 
 def run_batch(spark, data: Path, contender: str, ratio: int) -> dict:
     q = batch_query(spark, data, contender, ratio)
-    wall, cpu, _ = timed(lambda: _noop(q))
-    return {"wall": wall, "cpu": cpu}
+    r = timed_run(lambda: _noop(q))
+    del r["out"]
+    return r
 
 
 def batch_breakdown(spark, data: Path, ratio: int) -> dict[str, tuple[float, float]]:
@@ -280,7 +316,8 @@ def run_stream(spark, data: Path, contender: str, ratio: int, schema, fpt: int) 
                 raise RuntimeError(str(sq.exception()))
             return sq.recentProgress
 
-        wall, cpu, progress = timed(go)
+        run = timed_run(go)
+        wall, cpu, progress = run["wall"], run["cpu"], run["out"]
     finally:
         shutil.rmtree(ckpt, ignore_errors=True)
     data_batches = sum(1 for p in progress if p.get("numInputRows", 0) > 0)
@@ -294,6 +331,7 @@ def run_stream(spark, data: Path, contender: str, ratio: int, schema, fpt: int) 
         "batches": len(progress),
         "data_batches": data_batches,
         "ms_per_batch": 1000 * wall / max(data_batches, 1),
+        "new_py_processes": run["new_py_processes"],
         "progress_ms_per_batch": per_batch,
     }
 
@@ -380,8 +418,10 @@ def main() -> None:
                         r["load"] = load()
                         got[c].append(r)
                         extra = f" {r['ms_per_batch']:8.0f} ms/batch" if "ms_per_batch" in r else ""
+                        n_py = r["new_py_processes"]
+                        cold = f"  new Python processes {n_py}" if n_py else ""
                         print(f"ratio {ratio:>3} {label:16} {c:15} {r['wall']:7.2f} s  cpu {r['cpu']:6.2f} s"
-                              f"{extra}  load {r['load']:.1f}", flush=True)  # fmt: skip
+                              f"{extra}  load {r['load']:.1f}{cold}", flush=True)  # fmt: skip
                     if mode == "batch" and "jetspark" in names and not args.no_breakdown:
                         b = batch_breakdown(spark, data, ratio)
                         breakdowns.append(b)
@@ -471,6 +511,12 @@ def _report(args, results: list[dict], started: dt.datetime, load_start: tuple) 
                 f"| {r['ratio']} | {r['mode']} | {_fmt(ceil, '×')} | {_fmt(sp, '×')} | {_fmt(frac, '')} "
                 f"| {_fmt(r.get('jetspark_over_floor'), '×')} |"
             )
+    cold = [(r, c, sum(run["new_py_processes"] > 0 for run in v), len(v))
+            for r in results for c, v in r["runs"].items() if c.startswith("jetspark")]
+    if any(n for _, _, n, _ in cold):
+        lines += ["", "Runs that started new Python processes (Spark ends a worker idle for a minute; a new "
+                  "one imports its modules before any work, so such a run is slower):", ""]
+        lines += [f"- size/slide {r['ratio']}, {r['mode']}, {c}: {n} of {m}" for r, c, n, m in cold if n]
     staged = [r for r in results if "jetspark_stages" in r]
     if staged:
         lines += ["", "Where jetspark's time goes (batch; median increments, wall s / CPU s):", ""]

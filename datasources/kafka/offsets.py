@@ -9,7 +9,8 @@ JSON layout (one micro-batch's end offset)::
       "partitions": {"orders": {"0": {"maxTs": 1700000125000, "wm": 1700000123000,
                                       "idle": false, "progressMs": 1700000200000}, ...}},
       "futureCutoff": 1700003800000,                           # with watermark.maxFutureSkew
-      "taskOffsets": 20000                                     # see below
+      "taskOffsets": 20000,                                    # see below
+      "readers":    {"value": {"subject": "orders-value", "version": 3, "id": 7}}  # typed columns
     }
 
 ``offsets`` has the shape of Spark's own Kafka source offsets. ``from`` names where this
@@ -26,7 +27,12 @@ cut-off of the offset, never a clock, so a replayed batch decides the same; an o
 it (written before the option existed, or without it) has no cut-off. ``taskOffsets`` is the
 budget by which the batch's ranges were packed into read tasks (absent: a task per range, as
 with ``minPartitions`` and in offsets written before packing): a replay plans the same tasks,
-so a sink whose tasks are the read tasks sees the same rows in each task.
+so a sink whose tasks are the read tasks sees the same rows in each task. ``readers`` names the
+reader schema each typed column (``value.format``, ``key.format``) was planned with — the
+registry's subject, version and id, or the SHA-256 of an inline schema, and Protobuf's message —
+so a batch replayed by a later run is decoded with the same schema or not at all
+(:func:`jetspark.datasources.kafka.typed_values.check_replay`); absent without typed columns and
+in offsets written before it existed.
 """
 
 from __future__ import annotations
@@ -68,6 +74,8 @@ class KafkaOffset:
     """Latest event time (epoch ms) the batch's records may bring to the watermark (None: no cut-off)."""
     task_offsets: int | None = None
     """Offsets per packed read task (None: a read task per range)."""
+    readers: Mapping[str, Mapping] | None = None
+    """The reader schema of each typed column the batch was planned with (None: not recorded)."""
 
     def start_of(self, tp: TopicPartition, previous: KafkaOffset) -> int | None:
         """Where this batch's range of ``tp`` begins (None: the partition is not read)."""
@@ -86,6 +94,8 @@ class KafkaOffset:
             out["futureCutoff"] = self.future_cutoff
         if self.task_offsets is not None:
             out["taskOffsets"] = self.task_offsets
+        if self.readers:
+            out["readers"] = {column: dict(reader) for column, reader in sorted(self.readers.items())}
         return out
 
     @classmethod
@@ -97,6 +107,7 @@ class KafkaOffset:
             initial=bool(data.get("initial", False)),
             future_cutoff=None if data.get("futureCutoff") is None else int(data["futureCutoff"]),
             task_offsets=None if data.get("taskOffsets") is None else int(data["taskOffsets"]),
+            readers=data.get("readers"),
         )
 
     def partitions(self) -> Iterable[TopicPartition]:

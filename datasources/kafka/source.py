@@ -82,6 +82,7 @@ transactional topics (offset gaps, aborted records skipped under the default
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
@@ -115,7 +116,7 @@ from jetspark.datasources.kafka.schema import (
     typed_spark_schema,
 )
 from jetspark.datasources.kafka.typed_values import COLUMNS as TYPED_COLUMNS
-from jetspark.datasources.kafka.typed_values import TypedValues, subscribed_topics
+from jetspark.datasources.kafka.typed_values import TypedValues, check_replay, subscribed_topics
 from jetspark.datasources.malformed import future_cutoff
 from jetspark.datasources.watermarks import Clock, Progress, WatermarkTracker, wall_clock_ms
 from jetspark.errors import JetsparkError
@@ -332,7 +333,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger_ms = self.clock()
         packing = None if self.options.min_partitions else (
             self.options.max_records_per_partition or PACKED_TASK_OFFSETS)
-        offset = KafkaOffset(end, state, range_from, future_cutoff=cutoff, task_offsets=packing)
+        offset = KafkaOffset(end, state, range_from, future_cutoff=cutoff, task_offsets=packing,
+                             readers={t.column: t.reader for t in self.options.typed} or None)
         return offset.to_json(self.options.watermark.lag_ms)
 
     def _processing_time_step(self, prev: KafkaOffset, state) -> bool:
@@ -422,6 +424,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         faults.point("jetkafka.partitions")
         prev = KafkaOffset.from_json(start)
         cur = KafkaOffset.from_json(end)
+        check_replay(self.options.typed, cur.readers, json.dumps(end.get("offsets")))
         ranges = []
         for tp in cur.partitions():
             begin = cur.start_of(tp, prev)

@@ -39,6 +39,7 @@ schema in the registry. A batch is parsed at once by Arrow (:mod:`jetspark.schem
 from __future__ import annotations
 
 import functools
+import hashlib
 import threading
 from dataclasses import dataclass, field
 
@@ -97,6 +98,9 @@ class TypedValues:
     on_malformed: str = "null"
     reader_id: int | None = None
     """The registry's id of the reader schema (None when given inline)."""
+    reader_subject: str | None = None
+    reader_version: int | None = None
+    """The subject and version the reader schema was found under (None when given inline)."""
     spark: T.DataType = field(default=T.BinaryType(), compare=False)
     fmt: str = "avro"
     """``avro``, ``protobuf`` or ``json-schema``."""
@@ -112,6 +116,17 @@ class TypedValues:
 
     def __repr__(self) -> str:
         return redacted_repr(self, hidden=("reader_text", "spark"))
+
+    @property
+    def reader(self) -> dict:
+        """The reader schema as a batch's offset records it (``readers``): the registry's subject,
+        version and id, or the SHA-256 of an inline schema; Protobuf's message too."""
+        out: dict = ({"subject": self.reader_subject, "version": self.reader_version, "id": self.reader_id}
+                     if self.reader_id is not None
+                     else {"sha256": hashlib.sha256(self.reader_text.encode()).hexdigest()})
+        if self.message is not None:
+            out["message"] = self.message
+        return out
 
     @classmethod
     def parse(cls, opts: Options, topics: tuple[str, ...], column: str = "value") -> TypedValues | None:
@@ -132,7 +147,7 @@ class TypedValues:
         on_malformed = opts.choice(f"{column}.onMalformed", "null", ON_MALFORMED)
         inline = opts.string(f"{column}.schema")
         if inline is not None:
-            reader_text, reader_id = inline, None
+            reader_text, reader_id, subject, version = inline, None, None, None
         elif registry is None:
             raise OptionError(f"{column}.format", fmt,
                               f"bytes, unless schemaRegistry.url or {column}.schema is given")
@@ -145,6 +160,7 @@ class TypedValues:
                 raise OptionError(f"{column}.format", fmt, f"{wanted} (the subject {reader.subject!r} "
                                   f"holds a schema of type {reader.schema_type})")
             reader_text, reader_id = reader.text, reader.schema_id
+            subject, version = reader.subject, reader.version
         message = None
         try:
             if fmt == "avro":
@@ -161,7 +177,8 @@ class TypedValues:
         except (AvroSchemaError, json_schema_types.JsonSchemaError, protobuf_types.ProtobufSchemaError) as e:
             raise OptionError(f"{column}.schema", reader_text[:200],
                               f"{_FORMATS[fmt].a_schema} Spark can type: {e}") from None
-        return cls(reader_text, registry, on_malformed, reader_id, data_type, fmt, column, message)
+        return cls(reader_text, registry, on_malformed, reader_id, subject, version, data_type, fmt, column,
+                   message)
 
     # -- reading ---------------------------------------------------------------------------------
     def decode_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -440,3 +457,33 @@ def subscribed_topics(opts: Options) -> tuple[str, ...]:
     """The topics of ``subscribe`` (none for ``subscribePattern`` or ``assign``)."""
     raw = opts.string("subscribe")
     return tuple(t.strip() for t in raw.split(",") if t.strip()) if raw else ()
+
+
+class ReplayedSchemaError(JetsparkError):
+    """A batch planned with one reader schema is replayed by a run that planned another."""
+
+
+def check_replay(planned: tuple[TypedValues, ...], recorded: dict | None, batch: str) -> None:
+    """Refuse to decode a replayed batch with a reader schema other than the one it was planned
+    with (``recorded``: the batch's offset ``readers``; None: an offset from before they were
+    recorded, not checked)."""
+    if recorded is None:
+        return
+    for typed in planned:
+        then = recorded.get(typed.column)
+        if then is None or then == typed.reader:
+            continue
+        pin = (f"{typed.column}.schema.version={then['version']}" if "version" in then
+               else f"the {typed.column}.schema it was planned with")
+        raise ReplayedSchemaError(
+            f"jetkafka: the batch ending at {batch} was planned by an earlier run with the "
+            f"{typed.column}s' reader schema {_shown(then)}, and this run planned "
+            f"{_shown(typed.reader)}: a replayed batch is decoded with the schema it was planned with "
+            f"or not at all. Restart with {pin} to finish it; once it is committed, a restart with "
+            f"the new schema reads the next batches with it")
+
+
+def _shown(reader: dict) -> str:
+    where = (f"subject {reader['subject']} version {reader['version']} (id {reader['id']})" if "id" in reader
+             else f"given inline (SHA-256 {str(reader.get('sha256'))[:12]}…)")
+    return where + (f", message {reader['message']}" if reader.get("message") else "")

@@ -14,7 +14,7 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import SchemaRegistryClient, record_subject_name_strategy
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -38,9 +38,9 @@ V2 = {**V1, "fields": [f for f in V1["fields"] if f["name"] != "legacy"]
 PLACED = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _serialized(registry: str, topic: str, schema: dict, record: dict) -> bytes:
+def _serialized(registry: str, topic: str, schema: dict, record: dict, **conf) -> bytes:
     client = SchemaRegistryClient({"url": registry})
-    serializer = AvroSerializer(client, json.dumps(schema), conf={"auto.register.schemas": True})
+    serializer = AvroSerializer(client, json.dumps(schema), conf={"auto.register.schemas": True, **conf})
     return serializer(record, SerializationContext(topic, MessageField.VALUE))
 
 
@@ -181,12 +181,12 @@ def test_a_registry_down_during_a_query_fails_it_naming_the_registry_and_a_resta
     via_proxy = schema_registry_url.replace(f":{parts.port}", f":{proxy.port}", 1)
     line = {"sku": "a", "qty": 1}
 
-    def produce_orders(schema: dict, ids: range, **extra) -> None:
+    def produce_orders(schema: dict, ids: range, conf: dict | None = None, **extra) -> None:
         now = int(time.time() * 1000)
+        record = {"customer": "c", "placed": PLACED, "lines": [line], **extra}
         produce(kafka_bootstrap, topic, [
-            (0, None, _serialized(schema_registry_url, topic, schema, {
-                "id": i, "customer": "c", "placed": PLACED, "lines": [line], **extra}), now + i)
-            for i in ids])
+            (0, None, _serialized(schema_registry_url, topic, schema, {"id": i, **record}, **(conf or {})),
+             now + i) for i in ids])
 
     def start():
         spark.dataSource.register(KafkaDataSource)
@@ -203,7 +203,9 @@ def test_a_registry_down_during_a_query_fails_it_naming_the_registry_and_a_resta
         query = start()
         query.processAllAvailable()
         proxy.stall_connects()
-        produce_orders(V2, range(5, 10), channel="web", note=None)  # a new schema id
+        # a new writer schema id (v1 and a field), under a subject of its own: the reader stays v1
+        produce_orders({**V1, "fields": [*V1["fields"], {"name": "note", "type": "string"}]}, range(5, 10),
+                       {"subject.name.strategy": record_subject_name_strategy}, legacy="x", note="n")
         with pytest.raises(Exception) as caught:
             query.processAllAvailable()
         text = str(caught.value)
@@ -221,3 +223,49 @@ def test_a_registry_down_during_a_query_fails_it_naming_the_registry_and_a_resta
         assert all(r.valueError is None for r in rows)
     finally:
         proxy.close()
+
+
+def test_a_replayed_batch_is_decoded_with_the_schema_it_was_planned_with(
+        spark, kafka_bootstrap, schema_registry_url, kafka_topic, tmp_path):
+    """Batch 0 planned with v1 (the subject's latest then) and not committed — its commit file
+    removed, as a crash before the commit leaves it —, v2 registered since: the restart on the
+    latest (v2) refuses to replay it with v2, naming both and the option; pinned to v1 it
+    replays batch 0 as planned; then a restart on the latest reads the next batches with v2."""
+    topic = kafka_topic()
+    line = {"sku": "a", "qty": 1}
+    subject = f"{topic}-value"
+
+    def produce_orders(schema: dict, ids: range, **extra) -> None:
+        now = int(time.time() * 1000)
+        produce(kafka_bootstrap, topic, [
+            (0, None, _serialized(schema_registry_url, topic, schema, {
+                "id": i, "customer": "c", "placed": PLACED, "lines": [line], **extra}), now + i)
+            for i in ids])
+
+    def run(attempt: int, **extra: str) -> None:
+        """A run into a file sink of its own (a sink that holds the batch already would skip it)."""
+        stream = read_typed(spark, kafka_bootstrap, topic, schema_registry_url, "avro", stream=True, **extra)
+        query = (stream.where("NOT heartbeat").select("value.id").writeStream.format("parquet")
+                 .option("path", str(tmp_path / f"out-{attempt}"))
+                 .option("checkpointLocation", str(tmp_path / "cp"))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    produce_orders(V1, range(0, 3), legacy="x")
+    run(0)
+    for name in ("0", ".0.crc"):  # batch 0 planned, never committed
+        (tmp_path / "cp" / "commits" / name).unlink()
+    produce_orders(V2, range(3, 6), channel="web", note=None)  # v2 now the subject's latest
+    with pytest.raises(Exception) as caught:
+        run(1)
+    assert is_jetspark_error(caught.value)
+    assert (f"planned by an earlier run with the values' reader schema subject {subject} version 1" in
+            str(caught.value)) and "Restart with value.schema.version=1" in str(caught.value)
+    run(2, **{"value.schema.version": "1"})  # the replay, as planned (and v2's records after it, with v1)
+    replayed = [r.id for r in spark.read.parquet(str(tmp_path / "out-2" / "*.parquet")).collect()]
+    assert sorted(i for i in replayed if i is not None) == [0, 1, 2]
+    produce_orders(V2, range(6, 9), channel="web", note=None)
+    run(3)  # on the latest again: the next batch is planned, and read, with v2
+    # the files themselves: the sink's log of a later run starts at its first batch, not 0
+    assert sorted(r.id for r in spark.read.parquet(str(tmp_path / "out-3" / "*.parquet")).collect()) == [
+        6, 7, 8]

@@ -10,6 +10,7 @@ from pyspark.sql import types as T
 
 from jetspark.columns import HEARTBEAT, LATE, TIMESTAMP_TYPE, WATERMARK, WATERMARK_DDL, WATERMARK_FIELDS
 from jetspark.datasources.kafka.native import HEADERS_TYPE
+from jetspark.errors import OptionError
 
 _BASE_FIELDS = [
     ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()), ("partition", pa.int32()),
@@ -57,6 +58,16 @@ def typed_spark_schema(include_headers: bool, typed: list, event_time: bool = Fa
     if event_time:
         fields.append(T.StructField("eventTime", T.TimestampType()))
     fields += [T.StructField(t.error_column, T.StringType()) for t in typed]
+    for t in typed:
+        if t.flatten:  # the struct's fields take the column's place, null where the value is
+            at = [f.name for f in fields].index(t.column)
+            fields[at:at + 1] = [T.StructField(f.name, f.dataType, True) for f in t.spark.fields]
+    names = [f.name.lower() for f in fields]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        flattened = " and ".join(f"{t.column}.flatten" for t in typed if t.flatten)
+        raise OptionError(flattened, "true", f"false: the flattened field(s) {', '.join(clashes)} would "
+                          "share a name with another column (select them from the struct instead)")
     return T.StructType(fields)
 
 

@@ -587,7 +587,13 @@ def _planned(options: KafkaSourceOptions, schema: T.StructType) -> KafkaSourceOp
     schema is asked for again here, and a subject's latest version may have moved since."""
     planned = schema.fieldNames() if isinstance(schema, T.StructType) else []
     for typed in options.typed:
-        if typed.column in planned and schema[typed.column].dataType != typed.spark:
+        if typed.flatten:  # the struct's fields in the column's place
+            fields = typed.spark.fields
+            changed = [schema[f.name].dataType if f.name in planned else None for f in fields] != [
+                f.dataType for f in fields]
+        else:
+            changed = typed.column in planned and schema[typed.column].dataType != typed.spark
+        if changed:
             raise JetsparkError(
                 f"jetkafka: the {typed.column}s' reader schema changed while the query was planned (a "
                 f"new latest version of the subject?); start the query again, or pin "

@@ -77,7 +77,7 @@ _FORMAT_OF = {"AVRO": "avro", "JSON": "json-schema", "PROTOBUF": "protobuf"}
 """The ``value.format`` that reads a registry schemaType's schemas."""
 ON_MALFORMED = ("null", "fail")
 _SUFFIXES = ("format", "schema", "schema.version", "subject", "subject.strategy", "subject.record",
-             "message", "onMalformed")
+             "message", "onMalformed", "flatten")
 OPTIONS = tuple(f"{column}.{suffix}" for column in COLUMNS for suffix in _SUFFIXES)
 
 
@@ -108,6 +108,8 @@ class TypedValues:
     """``value`` or ``key``: the column decoded, whose options these are."""
     message: str | None = None
     """Protobuf: the full name of the reader's message."""
+    flatten: bool = False
+    """The struct's fields take the column's place (``value.flatten``), named as they are."""
 
     @property
     def error_column(self) -> str:
@@ -177,8 +179,12 @@ class TypedValues:
         except (AvroSchemaError, json_schema_types.JsonSchemaError, protobuf_types.ProtobufSchemaError) as e:
             raise OptionError(f"{column}.schema", reader_text[:200],
                               f"{_FORMATS[fmt].a_schema} Spark can type: {e}") from None
+        flatten = opts.boolean(f"{column}.flatten", False)
+        if flatten and not isinstance(data_type, T.StructType):
+            raise OptionError(f"{column}.flatten", "true", f"false: the {column}s' type "
+                              f"{data_type.simpleString()} has no fields to take the column's place")
         return cls(reader_text, registry, on_malformed, reader_id, subject, version, data_type, fmt, column,
-                   message)
+                   message, flatten)
 
     # -- reading ---------------------------------------------------------------------------------
     def decode_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -196,11 +202,14 @@ class TypedValues:
                 f"{errors[first]} ({self.column}.onMalformed=fail; null keeps the row with "
                 f"{self.error_column})")
         columns = list(batch.columns)
-        columns[index] = values
-        columns.append(errors)
-        schema = batch.schema.set(index, pa.field(self.column, values.type)).append(
-            pa.field(self.error_column, pa.string()))
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
+        fields = [pa.field(self.column, values.type)]
+        replaced = [values]
+        if self.flatten:  # the struct's fields in its place (a null value: every field null)
+            fields, replaced = list(values.type), values.flatten()
+        names = [*batch.schema.names[:index], *(f.name for f in fields), *batch.schema.names[index + 1:],
+                 self.error_column]
+        columns = [*columns[:index], *replaced, *columns[index + 1:], errors]
+        return pa.RecordBatch.from_arrays(columns, names=names)
 
     def decode_values(self, values: pa.Array, *, remember: bool = False) -> tuple[pa.Array, pa.Array]:
         """Each value decoded (null where it is null or did not decode) and why not (null where

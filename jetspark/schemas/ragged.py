@@ -47,13 +47,6 @@ class Ragged:
         kept = np.where(keep, lengths, 0)
         return Ragged(_offsets(kept), self.body[np.repeat(keep, lengths)])
 
-    def take(self, rows: np.ndarray) -> Ragged:
-        """Row ``rows[j]`` as row ``j``."""
-        lengths = self.lengths[rows]
-        offsets = _offsets(lengths)
-        at = np.repeat(self.offsets[:-1][rows] - offsets[:-1], lengths) + np.arange(offsets[-1])
-        return Ragged(offsets, self.data[at])
-
     def to_arrow(self, valid: np.ndarray | None = None) -> pa.BinaryArray:
         """As an Arrow binary column, null where ``valid`` is false."""
         offsets = _int32_offsets(self.offsets - self.offsets[0])

@@ -35,7 +35,7 @@ class KafkaColumns:
     partition: bool
     headers: bool
     typed: tuple[TypedValues, ...] = ()
-    """``key.format`` / ``value.format`` avro: encoded before they are produced."""
+    """The columns ``key.format`` / ``value.format`` type: encoded before they are produced."""
 
     def encode(self, batch: pa.RecordBatch) -> tuple[pa.RecordBatch, dict[int, Unfit]]:
         """``batch`` with its typed columns encoded, and the rows that do not fit."""

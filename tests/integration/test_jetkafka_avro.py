@@ -97,6 +97,15 @@ def test_a_pinned_version_reads_with_that_schema(spark, kafka_bootstrap, schema_
     assert all("does not resolve to the reader's schema" in e and "legacy" in e for e in errors)
 
 
+def test_flattened_values_are_columns_of_their_own(spark, kafka_bootstrap, schema_registry_url, orders):
+    df = _read(spark, kafka_bootstrap, orders, schema_registry_url, **{"value.flatten": "true"})
+    assert df.columns[:3] == ["key", "id", "customer"] and "value" not in df.columns
+    rows = df.orderBy("offset").select("id", "channel", "note", "valueError").collect()
+    assert [(r.id, r.channel, r.note) for r in rows[:3]] == [
+        (1, "web", None), (2, "shop", "gift"), (3, "web", None)]
+    assert [r.valueError is None for r in rows] == [True, True, True, False, False, False, True]
+
+
 def test_fail_names_the_first_malformed_record(spark, kafka_bootstrap, schema_registry_url, orders):
     df = _read(spark, kafka_bootstrap, orders, schema_registry_url, **{"value.onMalformed": "fail"})
     with pytest.raises(Exception) as caught:

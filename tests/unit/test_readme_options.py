@@ -30,6 +30,7 @@ from tests import readme
 
 UNKNOWN_OPTION = "one of the known options"
 WATERMARK_HEARTBEATS = "watermark.heartbeats"
+RECORD = '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}'
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ FORMATS = {
         kafka_options.KNOWN, "kafka.",
         {"eventTime.format": {"eventTime.field": "ts"}, "eventTime.onMalformed": {"eventTime.field": "ts"},
          **{name: {"value.format": "avro", "value.schema": '"string"'}
-            for name in ("value.onMalformed", "value.subject.strategy")}}),
+            for name in ("value.onMalformed", "value.subject.strategy")},
+         "value.flatten": {"value.format": "avro", "value.schema": RECORD}}),
     "jetkafka-sink": Format(
         sink_kafka_options.KafkaSinkOptions.parse,
         {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t"},

@@ -158,3 +158,26 @@ def test_event_time_from_a_typed_field(field, fmt, expected_us):
 def test_an_event_time_field_the_reader_schema_cannot_give_is_refused(field, says):
     with pytest.raises(OptionError, match=says):
         _options(**{"value.format": "avro", "value.schema": json.dumps(EVENT), "eventTime.field": field})
+
+
+def test_a_flattened_value_puts_its_fields_in_the_columns_place():
+    from jetspark.datasources.kafka.schema import typed_spark_schema
+
+    def flattened(schema: object) -> KafkaSourceOptions:
+        return _options(**{"value.format": "avro", "value.schema": json.dumps(schema),
+                           "value.flatten": "true"})
+
+    options = flattened(SCHEMA)
+    names = typed_spark_schema(False, list(options.typed)).fieldNames()
+    assert names[:4] == ["key", "user", "n", "topic"] and names[-1] == "valueError"
+    batch = pa.RecordBatch.from_pydict({
+        "key": pa.array([None, None], pa.binary()),
+        "value": pa.array([_avro({"user": "a", "n": 1}), b"\x01"]), "topic": ["clicks"] * 2})
+    batch = options.typed_values.decode_batch(batch)
+    assert batch.schema.names == ["key", "user", "n", "topic", "valueError"]
+    assert batch.column("user").to_pylist() == ["a", None] and batch.column("n").to_pylist() == [1, None]
+    clashing = {**SCHEMA, "fields": [*SCHEMA["fields"], {"name": "offset", "type": "long"}]}
+    with pytest.raises(OptionError, match=r"'value\.flatten'.*offset would share a name with another column"):
+        typed_spark_schema(False, list(flattened(clashing).typed))
+    with pytest.raises(OptionError, match=r"'value\.flatten'.*has no fields"):
+        flattened("string")

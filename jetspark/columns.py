@@ -44,6 +44,7 @@ def blank(array: pa.Array, stub: np.ndarray | pa.Array | None) -> pa.Array:
 # columns from buffers instead, so a new worker never pays that when it only reads.
 
 _INTEGERS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+_FLOATS = {16: np.float16, 32: np.float32, 64: np.float64}
 
 
 def _validity(mask: np.ndarray | None) -> pa.Buffer | None:
@@ -54,12 +55,13 @@ def _validity(mask: np.ndarray | None) -> pa.Buffer | None:
 
 
 def from_numpy(values: np.ndarray, arrow_type: pa.DataType, mask: np.ndarray | None = None) -> pa.Array:
-    """A boolean, integer or timestamp column of ``values`` (null where ``mask`` is true)."""
+    """A boolean, integer, float or timestamp column of ``values`` (null where ``mask`` is true)."""
     n = len(values)
     if pa.types.is_boolean(arrow_type):
         data = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
     else:
-        data = np.ascontiguousarray(values, dtype=_INTEGERS[arrow_type.bit_width])
+        kind = _FLOATS if pa.types.is_floating(arrow_type) else _INTEGERS
+        data = np.ascontiguousarray(values, dtype=kind[arrow_type.bit_width])
     return pa.Array.from_buffers(arrow_type, n, [_validity(mask), pa.py_buffer(data)])
 
 

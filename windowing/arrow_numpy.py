@@ -5,13 +5,16 @@ pyarrow imports pandas the first time it converts numpy values (``pa.array``,
 Python worker, which Spark starts for a query's first tasks and again after a minute idle.
 Stage 2 of a static query reads and writes only fixed-width columns (integers, floats,
 timestamps, booleans), so it goes through the buffers instead and such a worker never
-loads pandas. Anything else falls back to pyarrow's own conversion.
+loads pandas. Anything else falls back to pyarrow's own conversion. Columns are built by
+:func:`jetspark.columns.from_numpy`, as the sources build theirs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
+from jetspark.columns import from_numpy
 
 
 def _fixed_width(t: pa.DataType) -> bool:
@@ -28,20 +31,6 @@ def to_numpy(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return arr.to_numpy(zero_copy_only=False)
     dtype = np.dtype(np.int64) if pa.types.is_timestamp(t) else np.dtype(t.to_pandas_dtype())
     return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
-
-
-def from_numpy(values: np.ndarray, arrow_type: pa.DataType, mask: np.ndarray | None = None) -> pa.Array:
-    """An integer, float, timestamp or boolean column of ``values``, null where ``mask``."""
-    n = len(values)
-    validity = None
-    if mask is not None and mask.any():
-        validity = pa.py_buffer(np.packbits(~np.asarray(mask, dtype=bool), bitorder="little"))
-    if pa.types.is_boolean(arrow_type):
-        data = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
-    else:
-        dtype = np.int64 if pa.types.is_timestamp(arrow_type) else arrow_type.to_pandas_dtype()
-        data = np.ascontiguousarray(values, dtype=dtype)
-    return pa.Array.from_buffers(arrow_type, n, [validity, pa.py_buffer(data)])
 
 
 def take_rows(table: pa.Table, idx: np.ndarray) -> pa.Table:

@@ -16,9 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jetspark.columns import TIMESTAMP_TYPE
+from jetspark.columns import TIMESTAMP_TYPE, from_numpy
 from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateError, AggregateOperation
-from jetspark.windowing.arrow_numpy import from_numpy
 from jetspark.windowing.definitions import SessionWindow, SlidingWindow, WindowDefinition
 from jetspark.windowing.partials import from_arrow, to_arrow
 

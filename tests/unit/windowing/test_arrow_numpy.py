@@ -10,7 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from jetspark.windowing.arrow_numpy import from_numpy, take_rows, to_numpy
+from jetspark.columns import from_numpy
+from jetspark.windowing.arrow_numpy import take_rows, to_numpy
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -53,7 +54,7 @@ import pyspark.worker, pyspark.sql.pandas.serializers
 import numpy as np, pyarrow as pa
 from jetspark.windowing import ops, sliding
 from jetspark.windowing.api import _batch_stage2
-from jetspark.windowing.arrow_numpy import from_numpy
+from jetspark.columns import from_numpy
 from jetspark.windowing.plan import Plan
 aggs = {"n": ops.count(), "s": ops.sum_("x"), "hi": ops.max_("x"), "sd": ops.stddev("x")}
 plan = Plan.build("k", "ts", sliding("30 seconds", "10 seconds"), aggs)

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column
 
-from jetspark.columns import from_numpy
+from jetspark.columns import from_numpy as _from_numpy
 from jetspark.windowing.aggregate_operation import EVENT_TIME, Acc, AggregateError, AggregateOperation, Field
 
 ColumnOrName = Column | str
@@ -36,7 +36,7 @@ ColumnOrName = Column | str
 
 
 def _null_where(values: np.ndarray, null: np.ndarray) -> pa.Array:
-    return from_numpy(values, pa.float64(), null)
+    return _from_numpy(values, pa.float64(), null)
 
 
 class Count(AggregateOperation):

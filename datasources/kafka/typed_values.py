@@ -55,7 +55,7 @@ from jetspark.schemas import json_schema_types, json_values, protobuf_program, p
 from jetspark.schemas.avro_program import ERRORS, Program, compile_program, decode
 from jetspark.schemas.avro_types import AvroSchemaError, spark_type
 from jetspark.schemas.registry import RegisteredSchema, RegistryClient, RegistrySettings, SchemaRegistryError
-from jetspark.schemas.subjects import subject_option, version_option
+from jetspark.schemas.subjects import format_option, subject_option, version_option
 
 COLUMNS = ("key", "value")
 """The columns that can be typed, in the order their error columns follow the others."""
@@ -134,18 +134,10 @@ class TypedValues:
     def parse(cls, opts: Options, topics: tuple[str, ...], column: str = "value") -> TypedValues | None:
         """The typed ``column`` the options ask for (None: ``<column>.format=bytes``). Asks the
         registry for the reader schema when it is not inline."""
-        fmt = opts.choice(f"{column}.format", "bytes", FORMATS)
+        fmt = format_option(opts, column, FORMATS, _SUFFIXES)
         registry = RegistrySettings.parse(opts)
         if fmt == "bytes":
-            for suffix in _SUFFIXES[1:]:
-                name = f"{column}.{suffix}"
-                if opts.get(name) is not None:
-                    raise OptionError(name, opts.get(name),
-                                      f"nothing unless {column}.format is avro, protobuf or json-schema")
             return None
-        if fmt != "protobuf" and opts.get(f"{column}.message") is not None:
-            raise OptionError(f"{column}.message", opts.get(f"{column}.message"),
-                              f"nothing unless {column}.format is protobuf")
         on_malformed = opts.choice(f"{column}.onMalformed", "null", ON_MALFORMED)
         inline = opts.string(f"{column}.schema")
         if inline is not None:

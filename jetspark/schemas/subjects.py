@@ -57,3 +57,20 @@ def version_option(opts: Options, column: str) -> int | None:
     if version < 1:
         raise OptionError(name, raw, "latest or a version number >= 1")
     return version
+
+
+def format_option(opts: Options, column: str, formats: tuple[str, ...], suffixes: tuple[str, ...]) -> str:
+    """``<column>.format`` (``bytes`` by default), after refusing the column's other options
+    (``<column>.<suffix>``) with ``bytes`` and ``<column>.message`` with another format than
+    Protobuf."""
+    fmt = opts.choice(f"{column}.format", "bytes", formats)
+    if fmt == "bytes":
+        for suffix in suffixes:
+            name = f"{column}.{suffix}"
+            if suffix != "format" and opts.get(name) is not None:
+                raise OptionError(name, opts.get(name),
+                                  f"nothing unless {column}.format is avro, protobuf or json-schema")
+    elif fmt != "protobuf" and opts.get(f"{column}.message") is not None:
+        raise OptionError(f"{column}.message", opts.get(f"{column}.message"),
+                          f"nothing unless {column}.format is protobuf")
+    return fmt

@@ -49,7 +49,7 @@ from jetspark.schemas.json_encode import JsonEncoder, json_encoder
 from jetspark.schemas.json_schema_types import JsonSchemaError
 from jetspark.schemas.protobuf_encode import ProtobufEncoder, protobuf_encoder
 from jetspark.schemas.registry import RegistryClient, RegistrySettings, SchemaRegistryError
-from jetspark.schemas.subjects import subject_option, version_option
+from jetspark.schemas.subjects import format_option, subject_option, version_option
 from jetspark.sinks.transactional import SinkError
 
 COLUMNS = ("key", "value")
@@ -142,17 +142,9 @@ def plan(options: dict[str, str], schema: T.StructType, topic: str | None) -> di
 
 
 def _plan_column(opts: Options, schema: T.StructType, topic: str | None, column: str) -> TypedValues | None:
-    fmt = opts.choice(f"{column}.format", "bytes", FORMATS)
+    fmt = format_option(opts, column, FORMATS, _SUFFIXES)
     if fmt == "bytes":
-        for suffix in _SUFFIXES[1:]:
-            name = f"{column}.{suffix}"
-            if opts.get(name) is not None:
-                raise OptionError(name, opts.get(name),
-                                  f"nothing unless {column}.format is avro, protobuf or json-schema")
         return None
-    if fmt != "protobuf" and opts.get(f"{column}.message") is not None:
-        raise OptionError(f"{column}.message", opts.get(f"{column}.message"),
-                          f"nothing unless {column}.format is protobuf")
     spark, from_row = value_type(schema, column)
     if spark is None:
         raise SinkError(f"{column}.format={fmt} needs a {column!r} column" +

@@ -76,8 +76,8 @@ class AvroEncoder:
         does not fit (by row; its payload is not to be written)."""
         valid = ragged.valid(values)
         unfit: dict[int, str] = {}
-        payloads = _Encoding(unfit).encode(self._schema, self.spark, values, valid, None, self.column)
-        return payloads.where(valid).to_arrow(valid), unfit
+        pieces = _Encoding(unfit).encode(self._schema, self.spark, values, valid, None, self.column)
+        return _joined(pieces, len(values)).where(valid).to_arrow(valid), unfit
 
 
 def avro_encoder(schema_text: str, spark: T.DataType, column: str = "value") -> AvroEncoder:
@@ -111,9 +111,11 @@ class _Encoding(ragged.UnfitRows):
     """One column's encoding, and the unfit rows found on the way."""
 
     def encode(self, s: object, spark: T.DataType, a: pa.Array, active: np.ndarray,
-               rows: np.ndarray | None, path: str) -> Ragged:
-        """``a``'s values in schema ``s``; only the ``active`` rows are written (the others:
-        below a null, outside a list). ``rows``: the column's row of each (None: the same)."""
+               rows: np.ndarray | None, path: str) -> list[Ragged]:
+        """``a``'s values in schema ``s``, as pieces: row ``i``'s bytes are row ``i`` of every
+        piece, joined once at the end (a record's fields are not copied into the record, then
+        into its parent). Only the ``active`` rows are written (the others: below a null,
+        outside a list). ``rows``: the column's row of each (None: the same)."""
         if isinstance(s, list):
             return self.union(s, spark, a, active, rows, path)
         kind = s if isinstance(s, str) else s["type"]
@@ -122,19 +124,19 @@ class _Encoding(ragged.UnfitRows):
             self.mark(active & ~valid, rows, lambda _i: f"{path} is null; the schema's {_describe(s)} "
                                                         f"is not nullable")
         active = active & valid
-        if isinstance(s, Mapping) and decimal_of(s) is not None:
-            return self.decimal(s, spark, a, active, rows, path)
-        method = getattr(self, "t_" + kind, None)
+        method = (self.decimal if isinstance(s, Mapping) and decimal_of(s) is not None
+                  else getattr(self, "t_" + kind, None))
         if method is None:
             raise AvroSchemaError(f"{path}: the schema's {_describe(s)} is not an Avro type jetspark writes")
-        return method(s, spark, a, active, rows, path)
+        out = method(s, spark, a, active, rows, path)
+        return out if isinstance(out, list) else [out]
 
     # -- primitives ----------------------------------------------------------------------------
-    def t_null(self, s, spark, a, active, rows, path) -> Ragged:
+    def t_null(self, s, spark, a, active, rows, path) -> list[Ragged]:
         if not isinstance(spark, T.NullType):
             self.mark(active & ragged.valid(a), rows,
                       lambda _i: f"{path} holds a value; the schema's type is null")
-        return ragged.empty(len(a))
+        return []
 
     def t_boolean(self, s, spark, a, active, rows, path) -> Ragged:
         if not isinstance(spark, T.BooleanType):
@@ -170,12 +172,12 @@ class _Encoding(ragged.UnfitRows):
             raise _refuse(path, s, spark, "float, double, byte, short, int or long")
         return ragged.little_endian(ragged.numbers(a, np.float64))
 
-    def t_string(self, s, spark, a, active, rows, path) -> Ragged:
+    def t_string(self, s, spark, a, active, rows, path) -> list[Ragged]:
         if not isinstance(spark, T.StringType):
             raise _refuse(path, s, spark, "string")
         return _with_length(ragged.of_binary(a))
 
-    def t_bytes(self, s, spark, a, active, rows, path) -> Ragged:
+    def t_bytes(self, s, spark, a, active, rows, path) -> list[Ragged]:
         if not isinstance(spark, (T.BinaryType, T.StringType)):
             raise _refuse(path, s, spark, "binary or string")
         return _with_length(ragged.of_binary(a))
@@ -201,7 +203,7 @@ class _Encoding(ragged.UnfitRows):
                   lambda i: f"{path} is {lengths[i]} bytes; fixed {s['_full']} holds {size}")
         return raw
 
-    def decimal(self, s, spark, a, active, rows, path) -> Ragged:
+    def decimal(self, s, spark, a, active, rows, path) -> Ragged | list[Ragged]:
         precision, scale = decimal_of(s)
         if not isinstance(spark, T.DecimalType) or spark.scale != scale or spark.precision > precision:
             raise _refuse(path, s, spark, f"decimal with scale {scale} and precision at most {precision} "
@@ -220,7 +222,7 @@ class _Encoding(ragged.UnfitRows):
         return _with_length(Ragged(ragged._offsets(16 - skip), body))
 
     # -- complex -------------------------------------------------------------------------------
-    def t_record(self, s, spark, a, active, rows, path) -> Ragged:
+    def t_record(self, s, spark, a, active, rows, path) -> list[Ragged]:
         if not isinstance(spark, T.StructType):
             raise _refuse(path, s, spark, "struct")
         children = a.flatten()
@@ -229,7 +231,7 @@ class _Encoding(ragged.UnfitRows):
         for j, name in enumerate(names):
             folded.setdefault(name.lower(), []).append(j)
         used: set[int] = set()
-        parts = []
+        parts: list[Ragged] = []
         for field in s.get("fields", ()):
             name = field["name"]
             j = names.index(name) if name in names else (
@@ -241,14 +243,14 @@ class _Encoding(ragged.UnfitRows):
                 parts.append(ragged.constant(self.default(field, f"{path}.{name}"), len(a)))
                 continue
             used.add(j)
-            parts.append(self.encode(field["type"], spark.fields[j].dataType, children[j], active, rows,
-                                     f"{path}.{name}"))
+            parts += self.encode(field["type"], spark.fields[j].dataType, children[j], active, rows,
+                                 f"{path}.{name}")
         extra = [names[j] for j in range(len(names)) if j not in used]
         if extra:
             raise AvroSchemaError(f"{path} has field(s) {', '.join(map(repr, extra))} that the schema's "
                                   f"record {s['_full']} lacks (they would be lost): drop them, or write "
                                   f"with a schema that has them")
-        return ragged.concat(parts) if parts else ragged.empty(len(a))
+        return parts
 
     t_error = t_record
 
@@ -257,25 +259,26 @@ class _Encoding(ragged.UnfitRows):
         data_type, _ = spark_type(field["type"])
         value = _constant(field["default"], _arrow(data_type), 1)
         out = _Encoding({}).encode(field["type"], data_type, value, np.ones(1, bool), None, path)
-        return out.body.tobytes()
+        return _joined(out, 1).body.tobytes()
 
-    def t_array(self, s, spark, a, active, rows, path) -> Ragged:
+    def t_array(self, s, spark, a, active, rows, path) -> list[Ragged]:
         if not isinstance(spark, T.ArrayType):
             raise _refuse(path, s, spark, "array")
         offsets = ragged.list_offsets(a)
         item_active, item_rows = ragged.list_items(offsets, len(a.values), active, rows)
         items = self.encode(s["items"], spark.elementType, a.values, item_active, item_rows, f"{path}[]")
-        return _blocks(items, offsets, active)
+        return _blocks(_joined(items, len(a.values)), offsets, active)
 
-    def t_map(self, s, spark, a, active, rows, path) -> Ragged:
+    def t_map(self, s, spark, a, active, rows, path) -> list[Ragged]:
         if not isinstance(spark, T.MapType) or not isinstance(spark.keyType, T.StringType):
             raise _refuse(path, s, spark, "map<string, …>")
         offsets = ragged.list_offsets(a)
         item_active, item_rows = ragged.list_items(offsets, len(a.keys), active, rows)
         values = self.encode(s["values"], spark.valueType, a.items, item_active, item_rows, f"{path}{{}}")
-        return _blocks(ragged.concat([_with_length(ragged.of_binary(a.keys)), values]), offsets, active)
+        entries = ragged.concat([*_with_length(ragged.of_binary(a.keys)), *values])
+        return _blocks(entries, offsets, active)
 
-    def union(self, branches: list, spark, a, active, rows, path) -> Ragged:
+    def union(self, branches: list, spark, a, active, rows, path) -> list[Ragged]:
         null_at = next((i for i, b in enumerate(branches) if _is_null(b)), None)
         others = [i for i, b in enumerate(branches) if not _is_null(b)]
         valid = ragged.valid(a)
@@ -287,10 +290,10 @@ class _Encoding(ragged.UnfitRows):
         branch = others[0] if len(others) == 1 else self.branch_for(branches, others, spark, path)
         if null_at is None:
             value = self.encode(branches[branch], spark, a, active, rows, path)
-            return ragged.concat([ragged.constant(_varint(branch), len(a)), value])
+            return [ragged.constant(_varint(branch), len(a)), *value]
         value = self.encode(branches[branch], spark, a, active & valid, rows, path)
         index = np.where(valid, branch, null_at)
-        return ragged.concat([ragged.varints(ragged.zigzag(index)), value.where(valid)])
+        return [ragged.varints(ragged.zigzag(index)), *(p.where(valid) for p in value)]
 
     def branch_for(self, branches: list, others: list[int], spark, path: str) -> int:
         """The branch a plain Spark type goes to: the first that takes it (its own Avro type first)."""
@@ -306,7 +309,7 @@ class _Encoding(ragged.UnfitRows):
                 continue
         raise _refuse(path, branches, spark)
 
-    def members(self, branches, others, null_at, spark, a, active, rows, path) -> Ragged:
+    def members(self, branches, others, null_at, spark, a, active, rows, path) -> list[Ragged]:
         """A union written from ``from_avro``'s struct of members: the member that is set."""
         n = len(a)
         valid = ragged.valid(a)
@@ -320,14 +323,15 @@ class _Encoding(ragged.UnfitRows):
         if null_at is None:
             self.mark(active & (count == 0), rows, lambda _i: f"{path} sets no member; the schema's "
                                                                f"union has no null")
-        parts = []
+        parts: list[Ragged] = []
         for j, (field, m) in enumerate(zip(spark.fields, members, strict=True)):
             mine = (count > 0) & (chosen == j)
-            parts.append(self.encode(branches[others[j]], field.dataType, m, active & mine, rows,
-                                     f"{path}.member{j}").where(mine))
+            pieces = self.encode(branches[others[j]], field.dataType, m, active & mine, rows,
+                                 f"{path}.member{j}")
+            parts += (p.where(mine) for p in pieces)
         index = np.where(count > 0, np.asarray(others)[chosen] if n else chosen,
                          null_at if null_at is not None else 0)
-        return ragged.concat([ragged.varints(ragged.zigzag(index)), *parts])
+        return [ragged.varints(ragged.zigzag(index)), *parts]
 
 
 def _is_null(s: object) -> bool:
@@ -342,9 +346,14 @@ def _varint(value: int) -> bytes:
     return ragged.varints(ragged.zigzag(np.array([value]))).body.tobytes()
 
 
-def _with_length(raw: Ragged) -> Ragged:
+def _with_length(raw: Ragged) -> list[Ragged]:
     """Bytes behind their length (Avro's string and bytes)."""
-    return ragged.concat([ragged.varints(ragged.zigzag(raw.lengths)), raw])
+    return [ragged.varints(ragged.zigzag(raw.lengths)), raw]
+
+
+def _joined(pieces: list[Ragged], n: int) -> Ragged:
+    """The pieces joined row by row (no piece: ``n`` empty rows)."""
+    return ragged.concat(pieces) if pieces else ragged.empty(n)
 
 
 def _decimal_bytes(a: pa.Array) -> np.ndarray:
@@ -358,13 +367,14 @@ def _decimal_bytes(a: pa.Array) -> np.ndarray:
     return data.reshape(n, 16)[:, ::-1]
 
 
-def _blocks(items: Ragged, offsets: np.ndarray, active: np.ndarray) -> Ragged:
+def _blocks(items: Ragged, offsets: np.ndarray, active: np.ndarray) -> list[Ragged]:
     """Avro's array or map: one block of the items (its count first) and the end (0); an empty
     one is the end alone."""
     count = np.where(active, np.diff(offsets), 0)
     n = len(count)
-    return ragged.concat([ragged.varints(ragged.zigzag(count)).where(count > 0),
-                          ragged.lists(items, offsets).where(count > 0), ragged.constant(b"\x00", n)])
+    present = count > 0
+    return [ragged.varints(ragged.zigzag(count)).where(present), ragged.lists(items, offsets).where(present),
+            ragged.constant(b"\x00", n)]
 
 
 # -- a schema for a Spark type ----------------------------------------------------------------------

@@ -61,9 +61,11 @@ def point(name: str) -> None:
         fd = os.open(state, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, b".")
+            # this hit's ordinal: where its own byte ended (an append is atomic), not the file's
+            # size, which a hit in another process may have grown since (two tasks at once)
+            hits = os.lseek(fd, 0, os.SEEK_CUR)
         finally:
             os.close(fd)
-        hits = os.path.getsize(state)
     if hits == wanted:
         if scope == "hold":
             _hold(os.environ[ENV_GATE])

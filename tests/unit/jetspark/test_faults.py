@@ -142,3 +142,29 @@ def test_executor_jvm_refuses_the_driver_and_a_process_outside_a_jvm(tmp_path):
         executor_jvm("p", pid=30, proc=str(root))
     with pytest.raises(FaultError, match="outside a JVM"):
         executor_jvm("p", pid=10, proc=str(root))
+
+
+def test_a_hit_counts_its_own_ordinal_when_another_process_hits_at_once(tmp_path, monkeypatch):
+    """Two tasks reaching the point together: the second appends its hit before the first has
+    counted. The first is still hit 1 and fires (counting the file's size, neither would)."""
+    import os
+
+    from jetspark import faults
+
+    state = tmp_path / "state"
+    monkeypatch.setenv(faults.ENV_POINT, "demo.step@1:worker")
+    monkeypatch.setenv(faults.ENV_STATE, str(state))
+    real_write = os.write
+
+    def hit_then_another(fd: int, data: bytes) -> int:
+        written = real_write(fd, data)
+        with open(state, "ab") as other:  # the other process's hit, between our write and our count
+            other.write(b".")
+        return written
+
+    fired: list[str] = []
+    monkeypatch.setattr(faults.os, "write", hit_then_another)
+    monkeypatch.setattr(faults.os, "kill", lambda pid, sig: fired.append("worker"))
+    monkeypatch.setattr(faults, "_kill_session", lambda sid: fired.append("session"))
+    faults.point("demo.step")
+    assert fired[:1] == ["worker"] and state.stat().st_size == 2

@@ -14,7 +14,13 @@ selected as columns, in one Spark session (local[2]):
 * ``spark``: ``format("kafka")`` (spark-sql-kafka) then
   ``from_avro(substring(value, 6, …), schema)`` (spark-avro, both from Maven Central);
 * ``jetspark``: ``format("jetkafka")`` with ``value.format=avro`` and ``schemaRegistry.url``;
-* ``bytes``: ``format("jetkafka")`` reading the values as bytes: the ceiling of any decoder.
+* ``bytes``: ``format("jetkafka")`` reading the values as bytes: the ceiling of any decoder;
+* ``handoff`` (with ``--handoff``): jetspark's decoded rows handed to Spark as ready-made Arrow
+  batches by a Python data source, no Kafka and no decoding: the JVM's share of the typed read.
+
+Each run prints the CPU seconds the Spark JVM and the Python workers spent in it. By default the
+session runs with Arrow's checks in the JVM off (docs/how-to/deploy.md); ``--arrow-checks``
+keeps Spark's default.
 
 Runs alternate (Spark's first, so the cold first run is Spark's); the median of ``--repeat``
 runs of each is reported in records per second, with jetspark's ratio to Spark's and the load
@@ -30,7 +36,16 @@ import json
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from typed_bench import SPARK_AVRO, arguments, fill_topic, run_and_report, same_sample, services
+from typed_bench import (
+    SPARK_AVRO,
+    arguments,
+    fill_topic,
+    handoff,
+    run_and_report,
+    same_sample,
+    services,
+    session_conf,
+)
 
 ORDER = {
     "type": "record",
@@ -157,9 +172,7 @@ def main() -> int:
 
     bootstrap, registry = services()
     topic, schema_id = ensure_topic(bootstrap, registry, args.records, args.partitions, args.distinct)
-    spark = local_session(
-        "bench-avro", conf=spark_jars_conf([*SPARK_KAFKA, SPARK_AVRO])
-    )
+    spark = local_session("bench-avro", conf=session_conf(args, spark_jars_conf([*SPARK_KAFKA, SPARK_AVRO])))
     spark.dataSource.register(DefaultSource)
     schema = json.dumps(ORDER)
 
@@ -203,10 +216,14 @@ def main() -> int:
         .collect()
     )
     same_sample(ours, theirs, "from_avro")
+    if args.handoff:
+        sample = check.where(f"partition = 0 AND offset < {min(20_000, args.records // args.partitions)}")
+        contenders["handoff"] = handoff(spark, sample, args.records, args.partitions)
     try:
         run_and_report("avro", contenders, args.records, args.repeat, "kafka+from_avro",
                        {"partitions": args.partitions, "distinct": args.distinct,
-                        "schema_fields": len(ORDER["fields"]), "schema_id": schema_id})
+                        "schema_fields": len(ORDER["fields"]), "schema_id": schema_id,
+                        "arrow_checks": args.arrow_checks})
     finally:
         spark.stop()
     return 0

@@ -26,7 +26,7 @@ import json
 import uuid
 
 from bench_avro import ORDER, SUBJECT, ensure_topic
-from typed_bench import SPARK_AVRO, arguments, run_and_report, services
+from typed_bench import SPARK_AVRO, arguments, run_and_report, services, session_conf
 
 
 def main() -> int:
@@ -41,9 +41,8 @@ def main() -> int:
 
     bootstrap, registry = services()
     source, schema_id = ensure_topic(bootstrap, registry, args.records, 8, args.distinct)
-    spark = local_session(
-        "bench-avro-sink", conf=spark_jars_conf([*SPARK_KAFKA, SPARK_AVRO])
-    )
+    jars = spark_jars_conf([*SPARK_KAFKA, SPARK_AVRO])
+    spark = local_session("bench-avro-sink", conf=session_conf(args, jars))
     spark.dataSource.register(DefaultSource)
     schema = json.dumps(ORDER)
     header = F.lit(b"\x00" + schema_id.to_bytes(4, "big"))
@@ -80,7 +79,8 @@ def main() -> int:
     try:
         run_and_report("avro-sink", contenders, args.records, args.repeat, "to_avro+kafka",
                        {"partitions": args.partitions, "distinct": args.distinct,
-                        "schema_fields": len(ORDER["fields"]), "schema_id": schema_id})
+                        "schema_fields": len(ORDER["fields"]), "schema_id": schema_id,
+                        "arrow_checks": args.arrow_checks})
         back = (spark.read.format("jetkafka").option("kafka.bootstrap.servers", bootstrap)
                 .option("subscribe", written["jetspark"][-1]).option("value.format", "avro")
                 .option("schemaRegistry.url", registry).option("value.subject", SUBJECT).load())

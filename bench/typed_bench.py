@@ -6,6 +6,7 @@ own decoder, and the alternating timed runs with their report."""
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import statistics
 import sys
@@ -25,9 +26,22 @@ def arguments(doc: str, records: int, partitions: int) -> argparse.Namespace:
     ap.add_argument("--partitions", type=int, default=partitions)
     ap.add_argument("--distinct", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--handoff", action="store_true",
+                    help="also run 'handoff': jetspark's decoded batches handed to Spark ready-made "
+                         "(no Kafka, no decoding), the JVM's share of the typed read")
+    ap.add_argument("--arrow-checks", action="store_true",
+                    help="keep Arrow's bounds and null checks in the JVM (Spark's default); without "
+                         "it the session runs with the Java options docs/how-to/deploy.md advises")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     return args
+
+
+def session_conf(args: argparse.Namespace, jars: dict[str, str]) -> dict[str, str]:
+    """The bench session's settings: the jars, and Arrow's checks off unless ``--arrow-checks``."""
+    from jetspark.devtools.spark import arrow_unchecked_conf
+
+    return {**jars, **({} if args.arrow_checks else arrow_unchecked_conf())}
 
 
 def services() -> tuple[str, str]:
@@ -107,17 +121,85 @@ def timed(write) -> float:
     return time.perf_counter() - t0
 
 
+def handoff(spark, sample, records: int, partitions: int) -> Callable:
+    """A contender reading ``records`` rows of ``sample`` (a DataFrame: jetspark's decoded rows)
+    from a Python data source that yields them as ready-made Arrow batches, ``partitions`` tasks:
+    what Spark's JVM costs to take the typed batches, with no Kafka and no decoding."""
+    import tempfile
+
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    table = sample.toArrow().combine_chunks()
+    path = os.path.join(tempfile.mkdtemp(prefix="jetbench-handoff-"), "batch.arrow")
+    with pa.OSFile(path, "wb") as f, pa.ipc.new_file(f, table.schema) as w:
+        w.write_table(table)
+    schema = sample.schema
+
+    class Reader(DataSourceReader):
+        def partitions(self):
+            return [InputPartition(i) for i in range(partitions)]
+
+        def read(self, partition):
+            import pyarrow as pa
+
+            with pa.memory_map(path) as source:
+                batch = pa.ipc.open_file(source).read_all().to_batches()[0]
+            for _ in range(0, records // partitions, batch.num_rows):
+                yield batch
+
+    class Handoff(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "jetbench_handoff"
+
+        def schema(self):
+            return schema
+
+        def reader(self, schema):
+            return Reader()
+
+    spark.dataSource.register(Handoff)
+    return lambda: spark.read.format("jetbench_handoff").load().select("value.*").write
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds so far of this machine's Spark JVMs and PySpark's Python workers (from
+    ``/proc``; the workers Spark ended are not counted, so take it around a run)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"jvm": 0.0, "python_workers": 0.0}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(stat[:-4] + "cmdline", "rb") as f:
+                command = f.read()
+        except OSError:
+            continue
+        kind = ("jvm" if b"SparkSubmit" in command else
+                "python_workers" if b"pyspark.daemon" in command or b"pyspark.worker" in command else None)
+        if kind:
+            out[kind] += (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def run_and_report(name: str, contenders: dict[str, Callable], records: int, repeat: int,
                    spark_label: str, report: dict) -> None:
     """``repeat`` rounds of every contender in turn (Spark's first), the medians in records per
-    second with jetspark's ratio to Spark's and the load average, and a report."""
+    second with jetspark's ratio to Spark's and the load average, and a report. Each run also
+    prints the CPU seconds the Spark JVM and the Python workers spent in it."""
     runs: dict[str, list[float]] = {c: [] for c in contenders}
+    cpu: dict[str, list[dict[str, float]]] = {c: [] for c in contenders}
     for r in range(repeat):
         for contender, make in contenders.items():
+            before = cpu_seconds()
             seconds = timed(make())
+            spent = {k: round(v - before[k], 2) for k, v in cpu_seconds().items()}
             runs[contender].append(records / seconds)
+            cpu[contender].append(spent)
             print(
                 f"run {r + 1} {contender:9s} {seconds:7.2f} s  {records / seconds:12,.0f} records/s  "
+                f"cpu: JVM {spent['jvm']:5.1f} s, Python workers {spent['python_workers']:5.1f} s  "
                 f"load {os.getloadavg()[0]:.2f}",
                 flush=True,
             )
@@ -129,8 +211,9 @@ def run_and_report(name: str, contenders: dict[str, Callable], records: int, rep
         f"median of {repeat} (records/s): {spark}jetkafka value.format={name} {median['jetspark']:,.0f}, "
         f"jetkafka bytes (ceiling) {median['bytes']:,.0f}"
         + (f"; jetspark / Spark = {ratio:.2f}x" if ratio else "")
-        + f"; jetspark / ceiling = {median['jetspark'] / median['bytes']:.2f}; load average "
+        + f"; jetspark / ceiling = {median['jetspark'] / median['bytes']:.2f}; Arrow's JVM checks "
+        + ("on" if report.get("arrow_checks") else "off") + "; load average "
         + " ".join(f"{x:.2f}" for x in load)
     )
-    write_report(name, {**report, "records": records, "master": "local[2]", "runs": runs, "median": median,
-                        "ratio_jetspark_over_spark": ratio, "load_average": load})
+    write_report(name, {**report, "records": records, "master": "local[2]", "runs": runs, "cpu_seconds": cpu,
+                        "median": median, "ratio_jetspark_over_spark": ratio, "load_average": load})

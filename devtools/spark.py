@@ -13,6 +13,21 @@ from jetspark.errors import SparkConnectError
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+ARROW_UNCHECKED_JAVA_OPTIONS = (
+    "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"
+)
+"""Java options that turn off Arrow's bounds and null checks on every read of an Arrow vector in
+the JVM: the JVM's share of a Python source's batches (docs/how-to/deploy.md, "Arrow's checks")."""
+
+
+def arrow_unchecked_conf() -> dict[str, str]:
+    """The session settings that start the driver and executors with
+    :data:`ARROW_UNCHECKED_JAVA_OPTIONS` (a local master's executor is the driver)."""
+    return {
+        "spark.driver.extraJavaOptions": ARROW_UNCHECKED_JAVA_OPTIONS,
+        "spark.executor.extraJavaOptions": ARROW_UNCHECKED_JAVA_OPTIONS,
+    }
+
 
 def refuse_connect_master(master: str | None) -> None:
     """Raise :class:`SparkConnectError` when ``master`` is a Spark Connect URL (``sc://…``)."""

@@ -14,12 +14,14 @@ selected as columns, in one Spark session (local[2]):
 
 * ``spark``: ``format("kafka")`` (spark-sql-kafka) then
   ``from_protobuf(substring(value, 7, …), "bench.shop.Order", binaryDescriptorSet=…)``
-  (spark-protobuf, both from Maven Central);
+  (spark-sql-kafka from Maven Central; spark-protobuf from Maven when served, else a jar built
+  beforehand from Spark's sources, see ``spark_protobuf.py``);
 * ``jetspark``: ``format("jetkafka")`` with ``value.format=protobuf`` and ``schemaRegistry.url``;
 * ``bytes``: ``format("jetkafka")`` reading the values as bytes: the ceiling of any decoder.
 
-When spark-protobuf cannot be fetched (the Maven repository at hand may not serve it), the
-bench says so and runs the other two: jetspark's rate against the ceiling, without a ratio.
+When there is no spark-protobuf (the Maven repository at hand may not serve it, and no jar was
+built), the bench says why and runs the other two: jetspark's rate against the ceiling, without
+a ratio.
 
 Runs alternate (Spark's first, so the cold first run is Spark's); the median of ``--repeat``
 runs of each is reported in records per second, with jetspark's ratio to Spark's and the load
@@ -32,11 +34,11 @@ from __future__ import annotations
 
 import base64
 
+from spark_protobuf import jars_conf as spark_protobuf_jars
 from typed_bench import arguments, fill_topic, run_and_report, same_sample, services
 
 SUBJECT = "bench-protobuf-orders-value"
 MESSAGE = "bench.shop.Order"
-SPARK_PROTOBUF = "org.apache.spark:spark-protobuf_2.13:4.2.0"
 
 
 def order_file():
@@ -156,11 +158,11 @@ def main() -> int:
     topic, schema_id, descriptors = ensure_topic(bootstrap, registry, args.records, args.partitions,
                                                  args.distinct)
     try:
-        jars = spark_jars_conf([*SPARK_KAFKA, SPARK_PROTOBUF])
+        jars, which = spark_protobuf_jars(SPARK_KAFKA)
+        print(f"Spark's from_protobuf: {which}", flush=True)
         with_spark = True
     except JetsparkError as e:
-        why = next((line for line in str(e).splitlines() if "Could not" in line), str(e).splitlines()[0])
-        print(f"Spark's from_protobuf cannot be measured here: {why.strip()[:300]}", flush=True)
+        print(f"Spark's from_protobuf cannot be measured here: {e}", flush=True)
         jars, with_spark = spark_jars_conf(SPARK_KAFKA), False
     spark = local_session("bench-protobuf", conf=jars)
     spark.dataSource.register(DefaultSource)

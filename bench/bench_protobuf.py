@@ -35,7 +35,7 @@ from __future__ import annotations
 import base64
 
 from spark_protobuf import jars_conf as spark_protobuf_jars
-from typed_bench import arguments, fill_topic, run_and_report, same_sample, services
+from typed_bench import arguments, fill_topic, run_and_report, same_sample, services, session_conf
 
 SUBJECT = "bench-protobuf-orders-value"
 MESSAGE = "bench.shop.Order"
@@ -164,7 +164,7 @@ def main() -> int:
     except JetsparkError as e:
         print(f"Spark's from_protobuf cannot be measured here: {e}", flush=True)
         jars, with_spark = spark_jars_conf(SPARK_KAFKA), False
-    spark = local_session("bench-protobuf", conf=jars)
+    spark = local_session("bench-protobuf", conf=session_conf(args, jars))
     spark.dataSource.register(DefaultSource)
 
     def kafka(fmt: str):
@@ -197,7 +197,7 @@ def main() -> int:
     try:
         run_and_report("protobuf", contenders, args.records, args.repeat, "kafka+from_protobuf",
                        {"partitions": args.partitions, "distinct": args.distinct, "schema_fields": 20,
-                        "schema_id": schema_id})
+                        "schema_id": schema_id, "arrow_checks": args.arrow_checks})
     finally:
         spark.stop()
     return 0

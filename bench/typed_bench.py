@@ -163,11 +163,11 @@ def handoff(spark, sample, records: int, partitions: int) -> Callable:
     return lambda: spark.read.format("jetbench_handoff").load().select("value.*").write
 
 
-def cpu_seconds() -> dict[str, float]:
-    """CPU seconds so far of this machine's Spark JVMs and PySpark's Python workers (from
-    ``/proc``; the workers Spark ended are not counted, so take it around a run)."""
+def cpu_seconds() -> dict[int, tuple[str, float]]:
+    """Per process, its kind (``jvm``: a Spark JVM, ``python_workers``: PySpark's daemon and
+    workers) and its CPU seconds so far, from ``/proc``."""
     tick = os.sysconf("SC_CLK_TCK")
-    out = {"jvm": 0.0, "python_workers": 0.0}
+    out = {}
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
             with open(stat) as f:
@@ -179,8 +179,17 @@ def cpu_seconds() -> dict[str, float]:
         kind = ("jvm" if b"SparkSubmit" in command else
                 "python_workers" if b"pyspark.daemon" in command or b"pyspark.worker" in command else None)
         if kind:
-            out[kind] += (int(fields[11]) + int(fields[12])) / tick
+            out[int(stat.split("/")[2])] = (kind, (int(fields[11]) + int(fields[12])) / tick)
     return out
+
+
+def cpu_spent(before: dict[int, tuple[str, float]]) -> dict[str, float]:
+    """CPU seconds per kind since ``before`` (:func:`cpu_seconds`) of the processes alive now (a
+    worker Spark ended in between is not counted)."""
+    spent = {"jvm": 0.0, "python_workers": 0.0}
+    for pid, (kind, seconds) in cpu_seconds().items():
+        spent[kind] += seconds - before.get(pid, (kind, 0.0))[1]
+    return {k: round(v, 2) for k, v in spent.items()}
 
 
 def run_and_report(name: str, contenders: dict[str, Callable], records: int, repeat: int,
@@ -194,7 +203,7 @@ def run_and_report(name: str, contenders: dict[str, Callable], records: int, rep
         for contender, make in contenders.items():
             before = cpu_seconds()
             seconds = timed(make())
-            spent = {k: round(v - before[k], 2) for k, v in cpu_seconds().items()}
+            spent = cpu_spent(before)
             runs[contender].append(records / seconds)
             cpu[contender].append(spent)
             print(

@@ -70,3 +70,45 @@ def message_class(fdp: descriptor_pb2.FileDescriptorProto, name: str = "shop.Ord
 def serialized(fdp: descriptor_pb2.FileDescriptorProto) -> str:
     """The file as a registry holds it: a base64 FileDescriptorProto."""
     return base64.b64encode(fdp.SerializeToString()).decode()
+
+
+def defaults_file() -> descriptor_pb2.FileDescriptorProto:
+    """shop/item.proto (proto2): shop.Item, whose fields declare defaults of every kind (and a
+    few declare none), with a nested message, repeated and map values whose fields declare
+    defaults too, and a oneof member with a default; Size has an alias (BIG is LARGE's number)."""
+    fdp = descriptor_pb2.FileDescriptorProto(name="shop/item.proto", package="shop", syntax="proto2")
+    size = fdp.enum_type.add(name="Size")
+    size.options.allow_alias = True
+    for name, number in [("SMALL", 0), ("MEDIUM", 1), ("LARGE", 2), ("BIG", 2)]:
+        size.value.add(name=name, number=number)
+    part = fdp.message_type.add(name="Part")
+    part.field.add(name="name", number=1, type=F.TYPE_STRING, label=OPTIONAL, default_value="part")
+    part.field.add(name="weight", number=2, type=F.TYPE_FIXED64, label=OPTIONAL, default_value="12345678901")
+    part.field.add(name="size", number=3, type=F.TYPE_ENUM, type_name=".shop.Size", label=OPTIONAL,
+                   default_value="MEDIUM")
+    part.field.add(name="note", number=4, type=F.TYPE_STRING, label=OPTIONAL)
+    m = fdp.message_type.add(name="Item")
+    defaults = [("qty", 1, F.TYPE_INT32, "-7"), ("big", 2, F.TYPE_INT64, "-9000000000"),
+                ("huge", 3, F.TYPE_UINT64, "18446744073709551615"), ("ratio", 4, F.TYPE_FLOAT, "0.1"),
+                ("price", 5, F.TYPE_DOUBLE, "-inf"), ("gift", 6, F.TYPE_BOOL, "true"),
+                ("label", 7, F.TYPE_STRING, "h\u00e9llo"), ("code", 8, F.TYPE_BYTES, "\\000\\377ab"),
+                ("u32", 9, F.TYPE_UINT32, "4294967295"), ("zag", 10, F.TYPE_SINT32, "-3"),
+                ("zero", 11, F.TYPE_INT32, "0")]
+    for name, number, kind, default in defaults:
+        m.field.add(name=name, number=number, type=kind, label=OPTIONAL, default_value=default)
+    m.field.add(name="size", number=12, type=F.TYPE_ENUM, type_name=".shop.Size", label=OPTIONAL,
+                default_value="LARGE")
+    m.field.add(name="plain", number=13, type=F.TYPE_INT32, label=OPTIONAL)  # no default: null
+    m.field.add(name="plain_size", number=14, type=F.TYPE_ENUM, type_name=".shop.Size", label=OPTIONAL)
+    m.field.add(name="part", number=15, type=F.TYPE_MESSAGE, type_name=".shop.Part", label=OPTIONAL)
+    m.field.add(name="parts", number=16, type=F.TYPE_MESSAGE, type_name=".shop.Part", label=REPEATED)
+    m.field.add(name="by_name", number=17, type=F.TYPE_MESSAGE, type_name=".shop.Item.ByNameEntry",
+                label=REPEATED)
+    m.field.add(name="pick_n", number=18, type=F.TYPE_INT32, label=OPTIONAL, default_value="5", oneof_index=0)
+    m.field.add(name="pick_s", number=19, type=F.TYPE_STRING, label=OPTIONAL, oneof_index=0)
+    m.oneof_decl.add(name="pick")
+    entry = m.nested_type.add(name="ByNameEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=OPTIONAL)
+    entry.field.add(name="value", number=2, type=F.TYPE_MESSAGE, type_name=".shop.Part", label=OPTIONAL)
+    return fdp

@@ -8,8 +8,9 @@
  * after the message's end, so every column gets exactly one element per message. A field
  * the program does not know, or one whose wire type is not its type's, is skipped, as a
  * protobuf parser keeps it as an unknown field. An absent singular field is null (as Spark's
- * from_protobuf gives it); a field without presence (proto3) whose value is its default is
- * null too, since on the wire it is the same as absent.
+ * from_protobuf gives it; the Python side puts a declared proto2 default in its place); a field
+ * without presence (proto3) whose value is its default is null too, since on the wire it is the
+ * same as absent.
  *
  * A record that does not decode — cut short, a varint over 10 bytes, a wire type 6 or 7, an
  * unbalanced group, a length beyond its message — is rolled back in every node and stored as

@@ -3,13 +3,15 @@ program the native decoder (``_protobuf_arrow.c``) runs over every payload; its 
 become one Arrow struct array of the message's Spark type (:mod:`jetspark.schemas.protobuf_types`).
 
 Protobuf resolves schemas by field number, so the reader's message decodes records of any
-writer version of it: a field the reader lacks is skipped, a field the writer lacks is null,
-a field whose wire type is not the reader's type's is skipped (as protobuf keeps it as an
-unknown field). As in Spark's ``from_protobuf``: an absent field is null — for a field
+writer version of it: a field the reader lacks is skipped, a field the writer lacks is
+absent, a field whose wire type is not the reader's type's is skipped (as protobuf keeps it
+as an unknown field). As in Spark's ``from_protobuf``: an absent field is null — for a field
 without presence (proto3's plain scalars and enums) its default value is absent on the wire,
-so it is null too —, an absent repeated field is an empty array, an absent map an empty map,
-and a map entry's missing key or value is its default. An enum number the schema does not
-name reads ``UNKNOWN_ENUM_VALUE_<Enum>_<number>``, as Java's protobuf names it.
+so it is null too —, but an absent field that declares a default (proto2's ``[default = …]``)
+is that default, filled in a column at a time after decoding (:func:`_with_default`); an
+absent repeated field is an empty array, an absent map an empty map, and a map entry's
+missing key or value is its default. An enum number the schema does not name reads
+``UNKNOWN_ENUM_VALUE_<Enum>_<number>``, as Java's protobuf names it.
 
 A record that does not decode (cut short, a varint over 10 bytes, a wire type 6 or 7, an
 unbalanced group, a length beyond its message, nested deeper than 100) is a null row with
@@ -22,10 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pyspark.sql import types as T
 
-from jetspark.schemas.protobuf_types import is_map, is_time, spark_type
+from jetspark.schemas.protobuf_types import default_value, is_map, is_time, spark_type
 
 # the program's words (keep in step with _protobuf_arrow.c)
 K_INT32, K_INT64, K_UINT32, K_UINT64, K_SINT32, K_SINT64, K_BOOL, K_ENUM = range(8)
@@ -60,6 +63,7 @@ class _Node:
     spark: T.DataType
     children: list[_Node] = field(default_factory=list)
     enum: tuple[str, dict[int, str]] | None = None  # enums: the type's name, and names by number
+    default: object | None = None  # a singular field's declared default (proto2), as Spark holds it
 
     def words(self) -> list[int]:
         out = [self.kind, self.number, self.flags, len(self.children)]
@@ -143,7 +147,9 @@ def _field(f: FieldDescriptor, spark: T.DataType) -> _Node:
         return _Node(K_LIST, f.number, F_STORE, spark, [item])
     if f.is_repeated:
         return _Node(K_LIST, f.number, F_STORE, spark, [_value(f, spark.elementType, F_STORE)])
-    return _value(f, spark, F_STORE | (0 if f.has_presence else F_IMPLICIT))
+    node = _value(f, spark, F_STORE | (0 if f.has_presence else F_IMPLICIT))
+    node.default = default_value(f)
+    return node
 
 
 def _value(f: FieldDescriptor, spark: T.DataType, flags: int) -> _Node:
@@ -153,8 +159,8 @@ def _value(f: FieldDescriptor, spark: T.DataType, flags: int) -> _Node:
             return _Node(K_TIMESTAMP, f.number, flags, spark)
         return _message(m, spark, f.number, flags)
     node = _Node(_KIND[f.type], f.number, flags, spark)
-    if f.type == FieldDescriptor.TYPE_ENUM:
-        node.enum = (f.enum_type.name, {v.number: v.name for v in f.enum_type.values})
+    if f.type == FieldDescriptor.TYPE_ENUM:  # a number with aliases: its first name, as Java finds it
+        node.enum = (f.enum_type.name, {v.number: v.name for v in reversed(f.enum_type.values)})
     return node
 
 
@@ -175,6 +181,7 @@ def _assemble(node: _Node, nodes) -> pa.Array:
     mask = _validity(valid)
     kind = node.kind
     if kind == K_MESSAGE:
+        children = [_with_default(c, a, mask) for c, a in zip(node.children, children, strict=True)]
         return pa.Array.from_buffers(arrow_type, count, [mask], children=children)
     if kind == K_LIST:
         if pa.types.is_map(arrow_type):
@@ -193,6 +200,18 @@ def _assemble(node: _Node, nodes) -> pa.Array:
     if kind == K_TIMESTAMP:
         return pa.Array.from_buffers(arrow_type, count, [mask, pa.py_buffer(values)])
     return pa.Array.from_buffers(_STORED[kind], count, [mask, pa.py_buffer(values)])
+
+
+def _with_default(node: _Node, array: pa.Array, present: pa.Buffer | None) -> pa.Array:
+    """A field's column with its declared default where its message is present (validity
+    ``present``, None: everywhere) and lacks it, as from_protobuf reads such a field."""
+    if node.default is None or not array.null_count:
+        return array
+    default = pa.scalar(node.default, array.type)
+    if present is None:
+        return pc.fill_null(array, default)
+    parent = pa.Array.from_buffers(pa.bool_(), len(array), [None, present])
+    return pc.if_else(pc.and_(parent, pc.is_null(array)), default, array)
 
 
 def _enum_names(node: _Node, numbers: np.ndarray, mask: pa.Buffer | None, count: int) -> pa.Array:

@@ -166,6 +166,26 @@ def is_time(d: Descriptor, name: str) -> bool:
     return d.name == name and [f.name for f in d.fields] == ["seconds", "nanos"]
 
 
+_UNSIGNED_BITS = {FieldDescriptor.TYPE_UINT32: 32, FieldDescriptor.TYPE_FIXED32: 32,
+                  FieldDescriptor.TYPE_UINT64: 64, FieldDescriptor.TYPE_FIXED64: 64}
+
+
+def default_value(f: FieldDescriptor) -> object | None:
+    """What ``from_protobuf`` gives singular field ``f`` when its message lacks it: the default
+    the schema declares (proto2's ``[default = …]``) as Spark holds it — an unsigned number as
+    Java's signed one, an enum value by name — or None without one (an implicit default, 0 or
+    empty, is not given: Spark reads the field null)."""
+    if not f.has_default_value or f.is_repeated or f.type in (FieldDescriptor.TYPE_MESSAGE,
+                                                              FieldDescriptor.TYPE_GROUP):
+        return None
+    if f.type == FieldDescriptor.TYPE_ENUM:
+        # Google's runtime keeps the number only: a default naming an alias reads as its first name
+        return f.enum_type.values_by_number[f.default_value].name
+    bits = _UNSIGNED_BITS.get(f.type)
+    value = f.default_value
+    return value - 2**bits if bits and value >= 2 ** (bits - 1) else value
+
+
 def is_map(field: FieldDescriptor) -> bool:
     return (field.type == FieldDescriptor.TYPE_MESSAGE and field.is_repeated
             and field.message_type.GetOptions().map_entry)

@@ -3,8 +3,8 @@
 registry — Apicurio's Confluent-compatible API) read by ``format("jetkafka")`` with
 ``value.format=protobuf`` into typed columns: two writer versions read by field number with the
 latest as the reader (a field removed, a field added), a pinned version, each kind of malformed
-value kept as a row saying why or failing the read when asked, a stream, and the event time
-from a ``google.protobuf.Timestamp`` field."""
+value kept as a row saying why or failing the read when asked, a stream, the event time
+from a ``google.protobuf.Timestamp`` field, and proto2's declared defaults."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from jetspark.errors import is_jetspark_error
 from tests.integration.scripts.jetkafka_common import produce_values, read_typed, stream_rows
-from tests.protobuf_orders import message_class, order_file, serialized
+from tests.protobuf_orders import defaults_file, message_class, order_file, serialized
 
 pytestmark = pytest.mark.integration
 
@@ -181,3 +181,23 @@ def test_protobuf_keys_from_their_own_subject_beside_protobuf_values(
     assert rows[0].key.asDict() == {"sku": "k", "n": 1} and rows[0].id == 9
     assert rows[1].key is None and "not in Confluent's wire format" in rows[1].keyError
     assert rows[1].id == 10 and [r.valueError for r in rows] == [None, None]
+
+
+def test_absent_proto2_fields_read_their_declared_defaults(
+        spark, kafka_bootstrap, schema_registry_url, kafka_topic):
+    """proto2 ``shop.Item`` through the registry: an absent field that declares a default reads
+    it (in a nested message too), one without stays null, a present one keeps its value."""
+    Item = message_class(defaults_file(), "shop.Item")
+    Part = type(Item().part)
+    topic = kafka_topic()
+    values = [Item(), Item(qty=1, label="", part=Part(note="n")), b"\x0f"]
+    produce_values(kafka_bootstrap, topic, [
+        v if isinstance(v, bytes) else _serialized(schema_registry_url, topic, v) for v in values])
+    df = _read(spark, kafka_bootstrap, topic, schema_registry_url, **{"value.message": "Item"})
+    rows = df.orderBy("offset").select("value.*").collect()
+    assert (rows[0].qty, rows[0].huge, rows[0].label, bytes(rows[0].code), rows[0].size) == (
+        -7, -1, "h\u00e9llo", b"\x00\xffab", "LARGE")
+    assert (rows[0].plain, rows[0].plain_size, rows[0].part) == (None, None, None)
+    assert (rows[1].qty, rows[1].label, rows[1].gift) == (1, "", True)
+    assert rows[1].part.asDict() == {"name": "part", "weight": 12345678901, "size": "MEDIUM", "note": "n"}
+    assert rows[2].qty is None  # not in Confluent's wire format: a null value, no default

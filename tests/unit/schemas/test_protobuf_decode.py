@@ -1,9 +1,10 @@
 """The native Protobuf decoder against Google's protobuf runtime, the reference: random messages
 of a realistic schema, serialized by protobuf itself, decode to the values Spark's
-``from_protobuf`` gives them (an absent field null, a proto3 default null, repeated and map
-fields empty, enums by name, timestamps in microseconds); a newer or older writer reads by field
-number; Confluent's message indexes are read; a record that does not decode is a null row with
-its reason and the records around it are untouched; recursive messages and groups are refused."""
+``from_protobuf`` gives them (an absent field null, a proto3 default null, an absent proto2
+field that declares a default that default, repeated and map fields empty, enums by name,
+timestamps in microseconds); a newer or older writer reads by field number; Confluent's message
+indexes are read; a record that does not decode is a null row with its reason and the records
+around it are untouched; recursive messages and groups are refused."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pyspark.sql import types as T
 
 from jetspark.schemas import protobuf_program as pp
 from jetspark.schemas import protobuf_types as pt
-from tests.protobuf_orders import OPTIONAL, message_class, order_file
+from tests.protobuf_orders import OPTIONAL, defaults_file, message_class, order_file
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -48,7 +49,7 @@ def expected(msg) -> dict:
         elif f.is_repeated:
             out[f.name] = [expected(v) if f.message_type else _signed(f, v) for v in value]
         elif f.has_presence and not msg.HasField(f.name):
-            out[f.name] = None
+            out[f.name] = _declared_default(f) if f.has_default_value else None
         elif f.message_type is not None and f.message_type.name == "Timestamp":
             out[f.name] = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value.ToMicroseconds())
         elif f.message_type is not None and f.message_type.name == "Duration":
@@ -56,12 +57,22 @@ def expected(msg) -> dict:
         elif f.message_type is not None:
             out[f.name] = expected(value)
         elif f.enum_type is not None:
-            out[f.name] = f.enum_type.values_by_number[value].name if value else None
+            out[f.name] = f.enum_type.values_by_number[value].name if value or f.has_presence else None
         elif not f.has_presence and value == f.default_value and str(value) != "-0.0":
             out[f.name] = None  # a default is absent on the wire (-0.0 is not: not the default's bits)
         else:
             out[f.name] = _signed(f, value)
     return out
+
+
+def _declared_default(f):
+    """Spark's value of an absent field that declares a default: Java's parsed default, an enum
+    value by the name the declaration gives (as Google's runtime holds the declaration)."""
+    if f.enum_type is not None:
+        proto = descriptor_pb2.DescriptorProto()
+        f.containing_type.CopyToProto(proto)
+        return next(p.default_value for p in proto.field if p.name == f.name)
+    return _signed(f, f.default_value)
 
 
 def _signed(f, value):
@@ -239,3 +250,95 @@ def test_a_file_set_carries_imports_to_a_worker():
     file = pt.load_file(base64.b64encode(main.SerializeToString()).decode(), texts.get)
     again = pt.load_set(pt.file_set(file))
     assert pt.spark_type(pt.message(again, None)).simpleString() == "struct<amount:struct<cents:bigint>>"
+
+
+# -- proto2 defaults ------------------------------------------------------------------------------
+
+ITEM = defaults_file()
+Item = message_class(ITEM, "shop.Item")
+Part = type(Item().part)
+PART_DEFAULTS = {"name": "part", "weight": 12345678901, "size": "MEDIUM", "note": None}
+ITEM_DEFAULTS = {"qty": -7, "big": -9000000000, "huge": -1, "ratio": 0.10000000149011612,
+                 "price": float("-inf"), "gift": True, "label": "h\u00e9llo", "code": b"\x00\xffab",
+                 "u32": -1, "zag": -3, "zero": 0, "size": "LARGE", "plain": None, "plain_size": None,
+                 "part": None, "parts": [], "by_name": [], "pick_n": 5, "pick_s": None}
+
+
+def test_an_absent_proto2_field_with_a_declared_default_reads_it_as_from_protobuf_does():
+    present = Item(qty=1, big=2, huge=3, ratio=1.5, price=2.5, gift=False, label="", code=b"", u32=4, zag=0,
+                   zero=0, size=0, plain=0, plain_size=2)
+    nested = Item(part=Part(), parts=[Part(name="x", size=0), Part()], by_name={"a": Part(note="n")},
+                  pick_s="z")
+    entry_without_value = b"\x8a\x01\x03\x0a\x01k"  # by_name (17): an entry with only its key
+    got, errors = decoded(reader(ITEM, "shop.Item"), [
+        b"", present.SerializeToString(), nested.SerializeToString(), entry_without_value, b"\x0f"])
+    assert list(errors) == [0, 0, 0, 0, 3]
+    assert got[0] == ITEM_DEFAULTS  # every field absent: the declared defaults, the others null
+    assert got[1] == {**ITEM_DEFAULTS, "qty": 1, "big": 2, "huge": 3, "ratio": 1.5, "price": 2.5,
+                      "gift": False, "label": "", "code": b"", "u32": 4, "zag": 0, "zero": 0,
+                      "size": "SMALL", "plain": 0, "plain_size": "LARGE"}  # present: as written
+    # (plain_size 2 has two names, LARGE and BIG: the first, as Java finds a number's value)
+    assert got[2] == {**ITEM_DEFAULTS, "part": PART_DEFAULTS, "pick_s": "z",  # the other oneof member: 5
+                      "parts": [{**PART_DEFAULTS, "name": "x", "size": "SMALL"}, PART_DEFAULTS],
+                      "by_name": [("a", {**PART_DEFAULTS, "note": "n"})]}
+    assert got[3]["by_name"] == [("k", PART_DEFAULTS)]  # a missing map value: its message's defaults
+    assert got[4] is None  # a record that does not decode stays a null row
+
+
+def test_a_default_is_filled_only_where_its_message_is_present():
+    program = reader(ITEM, "shop.Item")
+    payloads = [b"", Item(part=Part(name="p")).SerializeToString(), b"\x0f"]
+    data = np.frombuffer(b"".join(payloads), np.uint8)
+    ends = np.cumsum([len(p) for p in payloads])
+    array, _errors = pp.decode(program, ends - [len(p) for p in payloads], ends, data)
+    assert array.field("qty").to_pylist() == [-7, -7, None]  # the null row's column stays null
+    assert array.field("part").field("size").to_pylist() == [None, "MEDIUM", None]  # no Part: no default
+
+
+def test_the_declared_default_as_spark_holds_it():
+    fields = Item.DESCRIPTOR.fields_by_name
+    assert pt.default_value(fields["huge"]) == -1 and pt.default_value(fields["u32"]) == -1
+    assert pt.default_value(fields["size"]) == "LARGE"
+    assert pt.default_value(fields["code"]) == b"\x00\xffab"  # C escapes parsed
+    assert pt.default_value(fields["zero"]) == 0
+    assert pt.default_value(fields["plain"]) is None and pt.default_value(fields["plain_size"]) is None
+    assert pt.default_value(fields["part"]) is None and pt.default_value(fields["parts"]) is None
+    assert pt.default_value(Order.DESCRIPTOR.fields_by_name["qty"]) is None  # proto3: none declared
+
+
+sizes = st.sampled_from([0, 1, 2])
+uint64s = st.integers(0, 2**64 - 1)
+parts = st.fixed_dictionaries({}, optional={"name": texts, "weight": uint64s, "size": sizes, "note": texts})
+items = st.fixed_dictionaries({}, optional={
+    "qty": int32s, "big": int64s, "huge": uint64s, "ratio": st.floats(width=32, allow_nan=False),
+    "price": st.floats(allow_nan=False), "gift": st.booleans(), "label": texts, "code": st.binary(max_size=4),
+    "u32": st.integers(0, 2**32 - 1), "zag": int32s, "zero": int32s, "size": sizes, "plain": int32s,
+    "plain_size": sizes, "part": parts, "parts": st.lists(parts, max_size=3),
+    "by_name": st.dictionaries(texts, parts, max_size=2), "pick_n": int32s, "pick_s": texts})
+
+
+def build_item(values: dict):
+    msg = Item()
+    for name, value in values.items():
+        if name == "part":
+            msg.part.SetInParent()
+            msg.part.MergeFrom(Part(**value))
+        elif name == "parts":
+            msg.parts.extend(Part(**v) for v in value)
+        elif name == "by_name":
+            for k, v in value.items():
+                msg.by_name[k].CopyFrom(Part(**v))
+        else:
+            setattr(msg, name, value)  # of pick_n and pick_s, the last set wins, as in protobuf
+    return msg
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(items, min_size=1, max_size=6))
+def test_random_proto2_messages_with_defaults_decode_as_spark_reads_them(values):
+    messages = [build_item(v) for v in values]
+    got, errors = decoded(reader(ITEM, "shop.Item"), [m.SerializeToString() for m in messages])
+    assert not errors.any()
+    for g, w in zip(got, [expected(m) for m in messages], strict=True):
+        g["by_name"] = dict(g["by_name"])
+        assert g == w

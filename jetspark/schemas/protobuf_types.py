@@ -3,7 +3,8 @@
 A registry keeps a Protobuf schema as one ``.proto`` file, which may import others (its
 references, each a subject version of its own) and Google's well-known types. jetspark reads
 the file in its serialized form — a base64 ``FileDescriptorProto``, what confluent-kafka's
-serializers register and what Confluent's registry serves for ``?format=serialized`` — and
+serializers register and what Confluent's registry serves for ``?format=serialized`` — or,
+from a registry that serves ``.proto`` text, compiles the text (:mod:`protobuf_text`), and
 builds the file's descriptors in a pool of its own (:func:`load_file`).
 
 The Spark type of a message is the one Spark's ``from_protobuf`` gives it with its default
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import re
 from collections.abc import Callable
 
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -27,6 +29,7 @@ from pyspark.sql import types as T
 
 from jetspark.errors import JetsparkError, OptionError
 from jetspark.options import Options
+from jetspark.schemas import protobuf_text
 from jetspark.schemas.registry import RegisteredSchema, RegistryClient
 
 _WELL_KNOWN = ("any", "descriptor", "duration", "empty", "field_mask", "source_context", "struct",
@@ -45,9 +48,8 @@ def file_proto(text: str) -> descriptor_pb2.FileDescriptorProto:
         proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
     except (binascii.Error, ValueError, DecodeError):
         raise ProtobufSchemaError(
-            "the Protobuf schema is .proto text, not a serialized descriptor: jetspark reads the "
-            "serialized form (a base64 FileDescriptorProto), which confluent-kafka's serializers "
-            "register and Confluent's registry serves with ?format=serialized") from None
+            "the Protobuf schema is neither a serialized descriptor (a base64 FileDescriptorProto) "
+            "nor .proto text") from None
     if not proto.name:
         raise ProtobufSchemaError("the Protobuf schema names no file (not a FileDescriptorProto)")
     return proto
@@ -77,12 +79,27 @@ def load_file(text: str, dependency: Callable[[str], str | None]) -> FileDescrip
             raise ProtobufSchemaError(f"the Protobuf file {proto.name!r} does not build: {e}") from None
         added.add(proto.name)
 
-    root = file_proto(text)
-    add(root)
+    if protobuf_text.serialized(text) is None and _looks_like_text(text):
+        try:
+            files = protobuf_text.compile_text(text, dependency, _is_well_known)
+        except protobuf_text.ProtoTextError as e:
+            raise ProtobufSchemaError(str(e)) from None
+        for proto in files:
+            add(proto)
+        root = files[-1]
+    else:
+        root = file_proto(text)
+        add(root)
     try:
         return pool.FindFileByName(root.name)
     except KeyError as e:
         raise ProtobufSchemaError(f"the Protobuf file {root.name!r} does not build: {e}") from None
+
+
+def _looks_like_text(text: str) -> bool:
+    """Whether a schema that is not serialized reads as ``.proto`` text (a statement of the language)."""
+    return re.search(r"^\s*(syntax|edition|package|message|enum|import|option)\b", text,
+                     re.MULTILINE) is not None
 
 
 def _is_well_known(name: str) -> bool:

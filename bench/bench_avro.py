@@ -217,8 +217,7 @@ def main() -> int:
     )
     same_sample(ours, theirs, "from_avro")
     if args.handoff:
-        sample = check.where(f"partition = 0 AND offset < {min(20_000, args.records // args.partitions)}")
-        contenders["handoff"] = handoff(spark, sample, args.records, args.partitions)
+        contenders["handoff"] = handoff(spark, check, args.records, args.partitions)
     try:
         run_and_report("avro", contenders, args.records, args.repeat, "kafka+from_avro",
                        {"partitions": args.partitions, "distinct": args.distinct,

@@ -17,7 +17,13 @@ selected as columns, in one Spark session (local[2]):
   (spark-sql-kafka from Maven Central; spark-protobuf from Maven when served, else a jar built
   beforehand from Spark's sources, see ``spark_protobuf.py``);
 * ``jetspark``: ``format("jetkafka")`` with ``value.format=protobuf`` and ``schemaRegistry.url``;
-* ``bytes``: ``format("jetkafka")`` reading the values as bytes: the ceiling of any decoder.
+* ``bytes``: ``format("jetkafka")`` reading the values as bytes: the ceiling of any decoder;
+* ``handoff`` (with ``--handoff``): jetspark's decoded rows handed to Spark as ready-made Arrow
+  batches, no Kafka and no decoding: the JVM's share of the typed read.
+
+Each run prints the CPU seconds of the Spark JVM and of the Python workers. By default the session
+runs with Arrow's checks in the JVM off (docs/how-to/deploy.md); ``--arrow-checks`` keeps Spark's
+default.
 
 When there is no spark-protobuf (the Maven repository at hand may not serve it, and no jar was
 built), the bench says why and runs the other two: jetspark's rate against the ceiling, without
@@ -35,7 +41,7 @@ from __future__ import annotations
 import base64
 
 from spark_protobuf import jars_conf as spark_protobuf_jars
-from typed_bench import arguments, fill_topic, run_and_report, same_sample, services, session_conf
+from typed_bench import arguments, fill_topic, handoff, run_and_report, same_sample, services, session_conf
 
 SUBJECT = "bench-protobuf-orders-value"
 MESSAGE = "bench.shop.Order"
@@ -194,6 +200,8 @@ def main() -> int:
         same_sample(ours, theirs, "from_protobuf")
     else:
         del contenders["spark"]
+    if args.handoff:
+        contenders["handoff"] = handoff(spark, check, args.records, args.partitions)
     try:
         run_and_report("protobuf", contenders, args.records, args.repeat, "kafka+from_protobuf",
                        {"partitions": args.partitions, "distinct": args.distinct, "schema_fields": 20,

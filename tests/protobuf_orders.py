@@ -75,7 +75,8 @@ def serialized(fdp: descriptor_pb2.FileDescriptorProto) -> str:
 def defaults_file() -> descriptor_pb2.FileDescriptorProto:
     """shop/item.proto (proto2): shop.Item, whose fields declare defaults of every kind (and a
     few declare none), with a nested message, repeated and map values whose fields declare
-    defaults too, and a oneof member with a default; Size has an alias (BIG is LARGE's number)."""
+    defaults too, and a oneof member with a default; Size has an alias (BIG is LARGE's number),
+    which a default names."""
     fdp = descriptor_pb2.FileDescriptorProto(name="shop/item.proto", package="shop", syntax="proto2")
     size = fdp.enum_type.add(name="Size")
     size.options.allow_alias = True
@@ -107,8 +108,58 @@ def defaults_file() -> descriptor_pb2.FileDescriptorProto:
     m.field.add(name="pick_n", number=18, type=F.TYPE_INT32, label=OPTIONAL, default_value="5", oneof_index=0)
     m.field.add(name="pick_s", number=19, type=F.TYPE_STRING, label=OPTIONAL, oneof_index=0)
     m.oneof_decl.add(name="pick")
+    m.field.add(name="alias_size", number=20, type=F.TYPE_ENUM, type_name=".shop.Size", label=OPTIONAL,
+                default_value="BIG")  # an alias of LARGE
     entry = m.nested_type.add(name="ByNameEntry")
     entry.options.map_entry = True
     entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=OPTIONAL)
     entry.field.add(name="value", number=2, type=F.TYPE_MESSAGE, type_name=".shop.Part", label=OPTIONAL)
+    return fdp
+
+
+def closed_file(*, writer: bool = False) -> descriptor_pb2.FileDescriptorProto:
+    """shop/box.proto (proto2): shop.Box and shop.Box.Inner with a closed enum (Color, whose
+    first value is not 0) singular, repeated (packed and not), with a default and in a oneof, a
+    map whose values are a closed enum (Tone), and required fields. ``writer``: the same message
+    as a writer that knows no enum (its fields int32, the same wire type) and no required field
+    (optional), so that Google's runtime writes numbers Color lacks and messages without the
+    required fields."""
+    fdp = descriptor_pb2.FileDescriptorProto(name="shop/box.proto", package="shop", syntax="proto2")
+    color = fdp.enum_type.add(name="Color")
+    for name, number in [("GREEN", 2), ("RED", 1), ("BLUE", 5)]:
+        color.value.add(name=name, number=number)
+    tone = fdp.enum_type.add(name="Tone")  # a map's value: its first value must be 0
+    for name, number in [("QUIET", 0), ("LOUD", 1)]:
+        tone.value.add(name=name, number=number)
+    required = OPTIONAL if writer else F.LABEL_REQUIRED
+
+    def enum(m, name: str, number: int, label: int = OPTIONAL, type_name: str = ".shop.Color", **extra):
+        if writer:
+            extra.pop("default_value", None)
+            return m.field.add(name=name, number=number, type=F.TYPE_INT32, label=label, **extra)
+        return m.field.add(name=name, number=number, type=F.TYPE_ENUM, type_name=type_name, label=label,
+                           **extra)
+
+    box = fdp.message_type.add(name="Box")
+    box.field.add(name="id", number=1, type=F.TYPE_STRING, label=required)
+    enum(box, "c", 2)
+    enum(box, "cs", 3, REPEATED)
+    enum(box, "cd", 4, default_value="BLUE")
+    box.field.add(name="inner", number=5, type=F.TYPE_MESSAGE, type_name=".shop.Box.Inner", label=OPTIONAL)
+    box.field.add(name="inners", number=6, type=F.TYPE_MESSAGE, type_name=".shop.Box.Inner", label=REPEATED)
+    box.field.add(name="pn", number=7, type=F.TYPE_INT32, label=OPTIONAL, default_value="5", oneof_index=0)
+    enum(box, "pc", 8, oneof_index=0)
+    box.field.add(name="ps", number=9, type=F.TYPE_STRING, label=OPTIONAL, oneof_index=0)
+    box.field.add(name="by_name", number=10, type=F.TYPE_MESSAGE, type_name=".shop.Box.ByNameEntry",
+                  label=REPEATED)
+    box.oneof_decl.add(name="pick")
+    inner = box.nested_type.add(name="Inner")
+    inner.field.add(name="n", number=1, type=F.TYPE_INT32, label=required)
+    enum(inner, "c", 2)
+    enum(inner, "cs", 3, REPEATED).options.packed = True
+    enum(inner, "cd", 4, default_value="GREEN")
+    entry = box.nested_type.add(name="ByNameEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=OPTIONAL)
+    enum(entry, "value", 2, type_name=".shop.Tone")
     return fdp

@@ -7,14 +7,17 @@
  * singular field is only remembered (the last occurrence wins, as in protobuf) and stored
  * after the message's end, so every column gets exactly one element per message. A field
  * the program does not know, or one whose wire type is not its type's, is skipped, as a
- * protobuf parser keeps it as an unknown field. An absent singular field is null (as Spark's
- * from_protobuf gives it; the Python side puts a declared proto2 default in its place); a field
- * without presence (proto3) whose value is its default is null too, since on the wire it is the
- * same as absent.
+ * protobuf parser keeps it as an unknown field; so is a number a closed (proto2) enum does not
+ * define (the field keeps what it had; a list leaves it out). A oneof member clears the others.
+ * An absent singular field is null (as Spark's from_protobuf gives it; the Python side puts a
+ * declared proto2 default in its place); a field without presence (proto3) whose value is its
+ * default is null too, since on the wire it is the same as absent.
  *
  * A record that does not decode — cut short, a varint over 10 bytes, a wire type 6 or 7, an
  * unbalanced group, a length beyond its message — is rolled back in every node and stored as
- * a null record with its error code.
+ * a null record with its error code; so is one Spark's from_protobuf fails: a required field
+ * missing (protobuf-java does not parse it), or an unknown field of one of the root message's
+ * numbers (from_protobuf checks the root message's unknown fields, not the others').
  *
  * frames(starts, ends, data) reads the message indexes Confluent's wire format puts before a
  * Protobuf payload: per record a key naming the message (0: the file's first message) and
@@ -37,12 +40,15 @@ enum {
     K_ENUM = 7, K_FIXED32 = 8, K_FIXED64 = 9, K_FLOAT = 10, K_DOUBLE = 11, K_BYTES = 12,
     K_MESSAGE = 13, K_TIMESTAMP = 14, K_LIST = 15
 };
-/* Flags. */
-enum { F_STORE = 1, F_IMPLICIT = 2, F_DEFAULT = 4 };  /* F_DEFAULT: absent is the default, not null */
+/* Flags (F_DEFAULT: absent is the default, not null); bits 8 and up: a oneof member's oneof,
+ * plus one (0: none, or the oneof has no other member). */
+enum { F_STORE = 1, F_IMPLICIT = 2, F_DEFAULT = 4, F_REQUIRED = 8 };
+#define ONEOF(n) ((n)->flags >> 8)
 /* Wire types. */
 enum { W_VARINT = 0, W_I64 = 1, W_LEN = 2, W_SGROUP = 3, W_EGROUP = 4, W_I32 = 5 };
 /* Error codes per record (0: decoded). */
-enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_WIRE = 3, E_LENGTH = 4, E_MEMORY = 5, E_DEPTH = 6 };
+enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_WIRE = 3, E_LENGTH = 4, E_MEMORY = 5, E_DEPTH = 6,
+       E_UNKNOWN = 7, E_REQUIRED = 8 };
 
 #define MAX_DEPTH 100
 #define DIRECT_FIELDS 1024 /* field numbers below this are found by index, others by search */
@@ -58,6 +64,9 @@ typedef struct Node {
     struct Node **children;
     Slot *slots;             /* messages: the last occurrence of each singular child */
     int16_t *direct;         /* messages: child index by field number (< DIRECT_FIELDS), -1 none */
+    int32_t enum_default;    /* enums: the number of the enum's first value */
+    int enum_count;          /* enums: how many numbers a closed enum defines (0: open) */
+    int32_t *enum_numbers;   /* enums: those numbers, ascending */
     Columns col;             /* data_len: bytes (K_BYTES) or elements (K_LIST) so far */
 } Node;
 
@@ -296,8 +305,53 @@ static int find_child(const Node *n, int number) {
 
 static int packable(int kind) { return wire_of(kind) != W_LEN; }
 
-static int decode_message(Node *n, Cursor *c, int depth) {
+/* Whether an enum node takes the number: an open enum any, a closed one (proto2's) only those
+ * it defines — protobuf keeps any other as an unknown field. */
+static int enum_known(const Node *n, uint64_t bits) {
+    if (n->kind != K_ENUM || !n->enum_count)
+        return 1;
+    int32_t v = (int32_t)(uint32_t)bits;
+    int lo = 0, hi = n->enum_count - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (n->enum_numbers[mid] == v)
+            return 1;
+        if (n->enum_numbers[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return 0;
+}
+
+/* One element of a repeated field from the cursor: stored (its list one longer) unless it is a
+ * number its closed enum lacks, which protobuf keeps as an unknown field (in the root message
+ * *unknown is set: from_protobuf fails the record). */
+static int decode_element(Node *list, Node *item, Cursor *c, int depth, int *unknown) {
     int e;
+    if (item->kind == K_ENUM && item->enum_count) {
+        uint64_t bits;
+        if ((e = read_varint(c, &bits)))
+            return e;
+        if (!enum_known(item, bits)) {
+            if (depth == 0)
+                *unknown = 1;
+            return E_OK;
+        }
+        e = store_scalar(item, bits);
+    } else {
+        e = decode_value(item, c, depth);
+    }
+    if (e)
+        return e;
+    if (list->col.data_len == INT32_MAX)
+        return E_LENGTH;
+    list->col.data_len++;
+    return E_OK;
+}
+
+static int decode_message(Node *n, Cursor *c, int depth) {
+    int e, unknown = 0;  /* the root message keeps an unknown field of one of its numbers */
     if (depth > MAX_DEPTH)
         return E_DEPTH;
     for (int i = 0; i < n->nchildren; i++)
@@ -317,51 +371,58 @@ static int decode_message(Node *n, Cursor *c, int depth) {
                 Cursor run;
                 if ((e = take_len(c, &run)))
                     return e;
-                while (run.p < run.end) {
-                    if ((e = decode_value(item, &run, depth)))
+                while (run.p < run.end)
+                    if ((e = decode_element(child, item, &run, depth, &unknown)))
                         return e;
-                    if (child->col.data_len == INT32_MAX)
-                        return E_LENGTH;
-                    child->col.data_len++;
-                }
                 continue;
             }
             if (wire == wire_of(item->kind)) {
-                if ((e = decode_value(item, c, depth)))
+                if ((e = decode_element(child, item, c, depth, &unknown)))
                     return e;
-                if (child->col.data_len == INT32_MAX)
-                    return E_LENGTH;
-                child->col.data_len++;
                 continue;
             }
         } else if (child && wire == wire_of(child->kind)) {
-            Slot *s = &n->slots[i];
+            Slot value = {1, 0, NULL, NULL};
             const uint8_t *b;
-            s->present = 1;
             if (wire == W_VARINT) {
-                e = read_varint(c, &s->bits);
+                e = read_varint(c, &value.bits);
             } else if (wire == W_I64) {
                 if (!(e = take(c, 8, &b)))
-                    memcpy(&s->bits, b, 8);
+                    memcpy(&value.bits, b, 8);
             } else if (wire == W_I32) {
                 uint32_t v = 0;
                 if (!(e = take(c, 4, &b)))
                     memcpy(&v, b, 4);
-                s->bits = v;
+                value.bits = v;
             } else {
                 Cursor inner;
                 if (!(e = take_len(c, &inner))) {
-                    s->p = inner.p;
-                    s->end = inner.end;
+                    value.p = inner.p;
+                    value.end = inner.end;
                 }
             }
             if (e)
                 return e;
+            if (!enum_known(child, value.bits)) {  /* an unknown field: the field keeps what it had */
+                unknown |= depth == 0;
+                continue;
+            }
+            n->slots[i] = value;
+            if (ONEOF(child))  /* a oneof member set clears the others */
+                for (int j = 0; j < n->nchildren; j++)
+                    if (j != i && ONEOF(n->children[j]) == ONEOF(child))
+                        n->slots[j].present = 0;
             continue;
         }
         if ((e = skip(c, wire, number, depth)))
             return e;
+        /* a field of the message in another wire type: an unknown field, which from_protobuf
+         * fails in the root message (and ignores in the others) */
+        unknown |= child && depth == 0;
     }
+    for (int i = 0; i < n->nchildren; i++)
+        if ((n->children[i]->flags & F_REQUIRED) && !n->slots[i].present)
+            return E_REQUIRED;
     for (int i = 0; i < n->nchildren; i++) {
         Node *child = n->children[i];
         Slot *s = &n->slots[i];
@@ -375,8 +436,8 @@ static int decode_message(Node *n, Cursor *c, int depth) {
                 return e;
         } else if (!s->present) {  /* a map entry's key or value: its default */
             Cursor empty = {c->end, c->end};
-            if (wire_of(child->kind) != W_LEN)
-                e = store_scalar(child, 0);
+            if (wire_of(child->kind) != W_LEN)  /* an enum: its first value (proto2's may not be 0) */
+                e = store_scalar(child, child->kind == K_ENUM ? (uint32_t)child->enum_default : 0);
             else if (child->kind == K_BYTES)
                 e = store_bytes(child, c->end, 0);
             else if (child->kind == K_TIMESTAMP)
@@ -400,6 +461,8 @@ static int decode_message(Node *n, Cursor *c, int depth) {
                 return e;
         }
     }
+    if (unknown)  /* after the record parsed and has its required fields, as protobuf-java checks */
+        return E_UNKNOWN;
     return (n->flags & F_STORE) ? valid(n, 1) : E_OK;
 }
 
@@ -425,6 +488,25 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
     *at += 4;
     if (n->kind < K_INT32 || n->kind > K_LIST || n->nchildren < 0 || n->nchildren > 30000)
         return NULL;
+    if (n->kind == K_ENUM) {  /* then: the first value's number, how many a closed enum defines, those */
+        if (*at + 2 > nw)
+            return NULL;
+        n->enum_default = w[*at];
+        n->enum_count = w[*at + 1];
+        *at += 2;
+        if (n->enum_count < 0 || n->enum_count > nw - *at)
+            return NULL;
+        if (n->enum_count) {
+            n->enum_numbers = malloc(sizeof(int32_t) * n->enum_count);
+            if (!n->enum_numbers)
+                return NULL;
+            memcpy(n->enum_numbers, w + *at, sizeof(int32_t) * n->enum_count);
+            *at += n->enum_count;
+            for (int i = 1; i < n->enum_count; i++)
+                if (n->enum_numbers[i] <= n->enum_numbers[i - 1])
+                    return NULL;
+        }
+    }
     if (n->kind == K_LIST && n->nchildren != 1)
         return NULL;
     if (n->kind != K_MESSAGE && n->kind != K_LIST && n->nchildren)
@@ -462,6 +544,7 @@ static void free_nodes(Node **all, int nall) {
         free(all[i]->children);
         free(all[i]->slots);
         free(all[i]->direct);
+        free(all[i]->enum_numbers);
         columns_free(&all[i]->col);
         free(all[i]);
     }

@@ -2,20 +2,25 @@
 program the native decoder (``_protobuf_arrow.c``) runs over every payload; its buffers
 become one Arrow struct array of the message's Spark type (:mod:`jetspark.schemas.protobuf_types`).
 
-Protobuf resolves schemas by field number, so the reader's message decodes records of any
-writer version of it: a field the reader lacks is skipped, a field the writer lacks is
-absent, a field whose wire type is not the reader's type's is skipped (as protobuf keeps it
-as an unknown field). As in Spark's ``from_protobuf``: an absent field is null — for a field
-without presence (proto3's plain scalars and enums) its default value is absent on the wire,
-so it is null too —, but an absent field that declares a default (proto2's ``[default = …]``)
-is that default, filled in a column at a time after decoding (:func:`_with_default`); an
-absent repeated field is an empty array, an absent map an empty map, and a map entry's
-missing key or value is its default. An enum number the schema does not name reads
-``UNKNOWN_ENUM_VALUE_<Enum>_<number>``, as Java's protobuf names it.
+Protobuf resolves schemas by field number, so the reader's message decodes records of any writer
+version of it: a field the reader lacks is skipped, a field the writer lacks is absent, a field
+whose wire type is not the reader's type's is skipped in a nested message (as protobuf keeps it
+as an unknown field; in the root message it is malformed, below). As in Spark's
+``from_protobuf``: an absent field is null — for a field without presence (proto3's plain
+scalars and enums) its default value is absent on the wire, so it is null too —, but an absent
+field that declares a default (proto2's ``[default = …]``) is that default, filled in a column
+at a time after decoding (:func:`_with_default`); an absent repeated field is an empty array, an
+absent map an empty map, and a map entry's missing key or value is its default. A number an open
+(proto3) enum does not name reads ``UNKNOWN_ENUM_VALUE_<Enum>_<number>``, as Java's protobuf
+names it; one a closed (proto2) enum does not define is an unknown field, as protobuf keeps it:
+below the root message the field is absent (an array leaves it out, a map value is the enum's
+first value). Of a oneof's members, the last on the wire is set.
 
 A record that does not decode (cut short, a varint over 10 bytes, a wire type 6 or 7, an
-unbalanced group, a length beyond its message, nested deeper than 100) is a null row with
-an error code (:data:`ERRORS`); the caller applies the malformed-record policy.
+unbalanced group, a length beyond its message, nested deeper than 100), or that ``from_protobuf``
+fails — a required field missing; the root message keeping an unknown field of one of its
+numbers (another wire type, a number its closed enum lacks) — is a null row with an error code
+(:data:`ERRORS`); the caller applies the malformed-record policy.
 """
 
 from __future__ import annotations
@@ -33,11 +38,15 @@ from jetspark.schemas.protobuf_types import default_value, is_map, is_time, spar
 # the program's words (keep in step with _protobuf_arrow.c)
 K_INT32, K_INT64, K_UINT32, K_UINT64, K_SINT32, K_SINT64, K_BOOL, K_ENUM = range(8)
 K_FIXED32, K_FIXED64, K_FLOAT, K_DOUBLE, K_BYTES, K_MESSAGE, K_TIMESTAMP, K_LIST = range(8, 16)
-F_STORE, F_IMPLICIT, F_DEFAULT = 1, 2, 4
+F_STORE, F_IMPLICIT, F_DEFAULT, F_REQUIRED = 1, 2, 4, 8
+ONEOF_SHIFT = 8  # a oneof member's flags hold its oneof's index plus one from this bit up
 
 ERRORS = {1: "the payload ends inside a value", 2: "a varint runs past 10 bytes",
           3: "an invalid wire type or an unbalanced group", 4: "a length out of range",
-          5: "out of memory", 6: "messages nested deeper than 100"}
+          5: "out of memory", 6: "messages nested deeper than 100",
+          7: "a field of the message holds what its type cannot (another wire type, or a number "
+             "its enum does not define)",
+          8: "a required field is missing"}
 """The decoder's error codes: why a record did not decode."""
 
 _KIND = {FieldDescriptor.TYPE_INT32: K_INT32, FieldDescriptor.TYPE_INT64: K_INT64,
@@ -64,9 +73,13 @@ class _Node:
     children: list[_Node] = field(default_factory=list)
     enum: tuple[str, dict[int, str]] | None = None  # enums: the type's name, and names by number
     default: object | None = None  # a singular field's declared default (proto2), as Spark holds it
+    closed: tuple[int, ...] = ()  # a closed (proto2) enum: the numbers it defines; () open
+    first: int = 0  # enums: the number of the enum's first value (an absent map value's)
 
     def words(self) -> list[int]:
         out = [self.kind, self.number, self.flags, len(self.children)]
+        if self.kind == K_ENUM:
+            out += [self.first, len(self.closed), *self.closed]
         for child in self.children:
             out += child.words()
         return out
@@ -147,7 +160,10 @@ def _field(f: FieldDescriptor, spark: T.DataType) -> _Node:
         return _Node(K_LIST, f.number, F_STORE, spark, [item])
     if f.is_repeated:
         return _Node(K_LIST, f.number, F_STORE, spark, [_value(f, spark.elementType, F_STORE)])
-    node = _value(f, spark, F_STORE | (0 if f.has_presence else F_IMPLICIT))
+    flags = F_STORE | (0 if f.has_presence else F_IMPLICIT) | (F_REQUIRED if f.is_required else 0)
+    if f.containing_oneof is not None and len(f.containing_oneof.fields) > 1:  # not proto3's optional
+        flags |= (f.containing_oneof.index + 1) << ONEOF_SHIFT
+    node = _value(f, spark, flags)
     node.default = default_value(f)
     return node
 
@@ -161,6 +177,9 @@ def _value(f: FieldDescriptor, spark: T.DataType, flags: int) -> _Node:
     node = _Node(_KIND[f.type], f.number, flags, spark)
     if f.type == FieldDescriptor.TYPE_ENUM:  # a number with aliases: its first name, as Java finds it
         node.enum = (f.enum_type.name, {v.number: v.name for v in reversed(f.enum_type.values)})
+        node.first = f.enum_type.values[0].number
+        if f.enum_type.is_closed:  # proto2's: a number it does not define is an unknown field
+            node.closed = tuple(sorted({v.number for v in f.enum_type.values}))
     return node
 
 

@@ -77,6 +77,7 @@ def load_file(text: str, dependency: Callable[[str], str | None]) -> FileDescrip
             pool.Add(proto)
         except TypeError as e:
             raise ProtobufSchemaError(f"the Protobuf file {proto.name!r} does not build: {e}") from None
+        _keep_alias_defaults(pool, proto)
         added.add(proto.name)
 
     if protobuf_text.serialized(text) is None and _looks_like_text(text):
@@ -94,6 +95,34 @@ def load_file(text: str, dependency: Callable[[str], str | None]) -> FileDescrip
         return pool.FindFileByName(root.name)
     except KeyError as e:
         raise ProtobufSchemaError(f"the Protobuf file {root.name!r} does not build: {e}") from None
+
+
+_ALIAS_DEFAULTS: dict[FileDescriptor, dict[str, str]] = {}
+"""Per built file that has them: its enum fields whose default names an alias, and that name.
+Google's runtime keeps a default enum value by number (so its first name), Java by the name
+declared, which from_protobuf gives; kept only for such files, which are rare."""
+
+
+def _fields(proto: descriptor_pb2.FileDescriptorProto):
+    """The fields of a file's messages, nested ones too, with their full names."""
+    stack = [(_joined(proto.package, m.name), m) for m in proto.message_type]
+    while stack:
+        name, m = stack.pop()
+        for f in m.field:
+            yield f"{name}.{f.name}", f
+        stack.extend((f"{name}.{n.name}", n) for n in m.nested_type)
+
+
+def _keep_alias_defaults(pool: descriptor_pool.DescriptorPool, proto: descriptor_pb2.FileDescriptorProto
+                         ) -> None:
+    aliases = {}
+    for name, field in _fields(proto):
+        if field.type == FieldDescriptor.TYPE_ENUM and field.HasField("default_value"):
+            built = pool.FindFieldByName(name)
+            if built.enum_type.values_by_number[built.default_value].name != field.default_value:
+                aliases[name] = field.default_value
+    if aliases:
+        _ALIAS_DEFAULTS[pool.FindFileByName(proto.name)] = aliases
 
 
 def _looks_like_text(text: str) -> bool:
@@ -195,9 +224,9 @@ def default_value(f: FieldDescriptor) -> object | None:
     if not f.has_default_value or f.is_repeated or f.type in (FieldDescriptor.TYPE_MESSAGE,
                                                               FieldDescriptor.TYPE_GROUP):
         return None
-    if f.type == FieldDescriptor.TYPE_ENUM:
-        # Google's runtime keeps the number only: a default naming an alias reads as its first name
-        return f.enum_type.values_by_number[f.default_value].name
+    if f.type == FieldDescriptor.TYPE_ENUM:  # the name declared (Java keeps an alias), else the number's
+        declared = _ALIAS_DEFAULTS.get(f.file, {}).get(f.full_name)
+        return declared or f.enum_type.values_by_number[f.default_value].name
     bits = _UNSIGNED_BITS.get(f.type)
     value = f.default_value
     return value - 2**bits if bits and value >= 2 ** (bits - 1) else value
@@ -271,7 +300,12 @@ def file_set(file: FileDescriptor) -> str:
     walk(file)
     out = descriptor_pb2.FileDescriptorSet()
     for f in files:
-        out.file.add().MergeFromString(f.serialized_pb)
+        proto = out.file.add()
+        proto.MergeFromString(f.serialized_pb)
+        aliases = _ALIAS_DEFAULTS.get(f, {})
+        for name, field in _fields(proto):
+            if name in aliases:
+                field.default_value = aliases[name]
     return base64.b64encode(out.SerializeToString()).decode("ascii")
 
 
@@ -282,6 +316,7 @@ def load_set(text: str) -> FileDescriptor:
     _add_well_known(pool)
     for proto in files:
         pool.Add(proto)
+        _keep_alias_defaults(pool, proto)
     return pool.FindFileByName(files[-1].name)
 
 

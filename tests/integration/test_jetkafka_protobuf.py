@@ -4,7 +4,8 @@ registry — Apicurio's Confluent-compatible API) read by ``format("jetkafka")``
 ``value.format=protobuf`` into typed columns: two writer versions read by field number with the
 latest as the reader (a field removed, a field added), a pinned version, each kind of malformed
 value kept as a row saying why or failing the read when asked, a stream, the event time
-from a ``google.protobuf.Timestamp`` field, and proto2's declared defaults."""
+from a ``google.protobuf.Timestamp`` field, proto2's declared defaults, and the proto2 records
+from_protobuf fails (a required field missing, a number a closed enum lacks) kept as rows saying why."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from jetspark.errors import is_jetspark_error
 from tests.integration.scripts.jetkafka_common import produce_values, read_typed, stream_rows
-from tests.protobuf_orders import defaults_file, message_class, order_file, serialized
+from tests.protobuf_orders import closed_file, defaults_file, message_class, order_file, serialized
 
 pytestmark = pytest.mark.integration
 
@@ -201,3 +202,36 @@ def test_absent_proto2_fields_read_their_declared_defaults(
     assert (rows[1].qty, rows[1].label, rows[1].gift) == (1, "", True)
     assert rows[1].part.asDict() == {"name": "part", "weight": 12345678901, "size": "MEDIUM", "note": "n"}
     assert rows[2].qty is None  # not in Confluent's wire format: a null value, no default
+
+
+def test_proto2_records_from_protobuf_fails_are_malformed_with_their_reason(
+        spark, kafka_bootstrap, kafka_topic):
+    """proto2 ``shop.Box`` inline: a record missing a required field, and one whose root message
+    holds a number its closed enum lacks, are malformed (from_protobuf fails both); below the
+    root such a number is absent; an enum default naming an alias reads as that name."""
+    Writer = message_class(closed_file(writer=True), "shop.Box")
+    inner = type(Writer().inner)
+    topic = kafka_topic()
+    produce_values(kafka_bootstrap, topic, [
+        Writer(id="a", c=2, inner=inner(n=1, c=9)).SerializeToString(), Writer(c=2).SerializeToString(),
+        Writer(id="b", c=9).SerializeToString()])
+    df = (spark.read.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+          .option("subscribe", topic).option("value.format", "protobuf")
+          .option("value.schema", serialized(closed_file())).load())
+    rows = df.orderBy("offset").select("value", "valueError").collect()
+    assert rows[0].value.c == "GREEN" and rows[0].value.inner.asDict() == {
+        "n": 1, "c": None, "cs": [], "cd": "GREEN"}
+    assert [r.value for r in rows[1:]] == [None, None]
+    assert [r.valueError for r in rows] == [
+        None, "a required field is missing",
+        "a field of the message holds what its type cannot (another wire type, or a number its enum does not "
+        "define)"]
+    Item = message_class(defaults_file(), "shop.Item")
+    topic = kafka_topic()
+    produce_values(kafka_bootstrap, topic, [Item().SerializeToString(),
+                                            Item(alias_size=2).SerializeToString()])
+    sizes = (spark.read.format("jetkafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+             .option("subscribe", topic).option("value.format", "protobuf").option("value.message", "Item")
+             .option("value.schema", serialized(defaults_file())).load().orderBy("offset")
+             .select("value.alias_size").collect())
+    assert [r.alias_size for r in sizes] == ["BIG", "LARGE"]

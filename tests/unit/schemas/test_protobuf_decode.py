@@ -4,7 +4,9 @@ of a realistic schema, serialized by protobuf itself, decode to the values Spark
 field that declares a default that default, repeated and map fields empty, enums by name,
 timestamps in microseconds); a newer or older writer reads by field number; Confluent's message
 indexes are read; a record that does not decode is a null row with its reason and the records
-around it are untouched; recursive messages and groups are refused."""
+around it are untouched, and so is one that from_protobuf fails (a required field missing; in
+the root message, a field in another wire type or a number its closed enum lacks); recursive
+messages and groups are refused."""
 
 from __future__ import annotations
 
@@ -13,14 +15,14 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from google.protobuf import descriptor_pb2
+from google.protobuf import descriptor_pb2, unknown_fields
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from jetspark.schemas import protobuf_program as pp
 from jetspark.schemas import protobuf_types as pt
-from tests.protobuf_orders import OPTIONAL, defaults_file, message_class, order_file
+from tests.protobuf_orders import OPTIONAL, closed_file, defaults_file, message_class, order_file
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -47,7 +49,8 @@ def expected(msg) -> dict:
             out[f.name] = {k: expected(v) if f.message_type.fields_by_name["value"].message_type else v
                            for k, v in value.items()}  # a map's order on the wire is not defined
         elif f.is_repeated:
-            out[f.name] = [expected(v) if f.message_type else _signed(f, v) for v in value]
+            out[f.name] = [expected(v) if f.message_type else f.enum_type.values_by_number[v].name
+                           if f.enum_type else _signed(f, v) for v in value]
         elif f.has_presence and not msg.HasField(f.name):
             out[f.name] = _declared_default(f) if f.has_default_value else None
         elif f.message_type is not None and f.message_type.name == "Timestamp":
@@ -67,11 +70,12 @@ def expected(msg) -> dict:
 
 def _declared_default(f):
     """Spark's value of an absent field that declares a default: Java's parsed default, an enum
-    value by the name the declaration gives (as Google's runtime holds the declaration)."""
+    value by the name the declaration gives (the file's proto: Google's runtime keeps only the
+    number, whose first name an alias is not)."""
     if f.enum_type is not None:
-        proto = descriptor_pb2.DescriptorProto()
-        f.containing_type.CopyToProto(proto)
-        return next(p.default_value for p in proto.field if p.name == f.name)
+        fdp = {ITEM.name: ITEM, BOX.name: BOX}[f.file.name]
+        declared = {name: field for name, field in pt._fields(fdp)}
+        return declared[f.full_name].default_value
     return _signed(f, f.default_value)
 
 
@@ -173,11 +177,20 @@ def test_writers_older_and_newer_read_by_field_number():
     assert (got[1]["id"], got[1]["note"], got[1]["qty"]) == (2, "hi", 3)
 
 
-def test_a_field_of_another_wire_type_is_skipped_and_an_unknown_enum_number_is_named():
-    # customer (2) as a varint instead of a string: unknown to the reader, skipped; status 9: not in the enum
-    got, errors = decoded(reader(ORDER), [b"\x08\x01\x10\x05\x90\x01\x09"])
-    assert not errors.any()
-    assert (got[0]["id"], got[0]["customer"], got[0]["status"]) == (1, None, "UNKNOWN_ENUM_VALUE_Status_9")
+def test_a_field_of_another_wire_type_fails_its_record_in_the_root_message_only_and_an_open_enum_names_any():
+    """As observed with from_protobuf of Spark's connector/protobuf sources: protobuf keeps a
+    field in another wire type as an unknown field, which from_protobuf fails (MALFORMED_PROTOBUF_MESSAGE
+    under FAILFAST, a null row under PERMISSIVE) when it is the root message's, and ignores in a
+    nested message; a number a proto3 (open) enum lacks reads UNKNOWN_ENUM_VALUE_<Enum>_<n>."""
+    # zip (2) of address (21) as a string instead of a varint: skipped; status 9: not in the enum
+    nested = b"\x08\x01\xaa\x01\x03\x12\x01x\x90\x01\x09"
+    root = b"\x08\x01\x10\x05"  # customer (2) as a varint instead of a string
+    got, errors = decoded(reader(ORDER), [nested, root])
+    assert list(errors) == [0, 7]
+    assert (got[0]["id"], got[0]["address"], got[0]["status"]) == (
+        1, {"street": None, "zip": None}, "UNKNOWN_ENUM_VALUE_Status_9")
+    assert got[1] is None
+    assert unknown_fields.UnknownFieldSet(Order.FromString(root))[0].field_number == 2  # as protobuf keeps it
 
 
 def test_a_record_that_does_not_decode_is_a_null_row_and_its_neighbours_are_untouched():
@@ -261,7 +274,8 @@ PART_DEFAULTS = {"name": "part", "weight": 12345678901, "size": "MEDIUM", "note"
 ITEM_DEFAULTS = {"qty": -7, "big": -9000000000, "huge": -1, "ratio": 0.10000000149011612,
                  "price": float("-inf"), "gift": True, "label": "h\u00e9llo", "code": b"\x00\xffab",
                  "u32": -1, "zag": -3, "zero": 0, "size": "LARGE", "plain": None, "plain_size": None,
-                 "part": None, "parts": [], "by_name": [], "pick_n": 5, "pick_s": None}
+                 "part": None, "parts": [], "by_name": [], "pick_n": 5, "pick_s": None,
+                 "alias_size": "BIG"}
 
 
 def test_an_absent_proto2_field_with_a_declared_default_reads_it_as_from_protobuf_does():
@@ -299,6 +313,12 @@ def test_the_declared_default_as_spark_holds_it():
     fields = Item.DESCRIPTOR.fields_by_name
     assert pt.default_value(fields["huge"]) == -1 and pt.default_value(fields["u32"]) == -1
     assert pt.default_value(fields["size"]) == "LARGE"
+    # a default naming an alias keeps its name (Google's runtime has only the number, LARGE's)
+    file = pt.load_file(base64.b64encode(ITEM.SerializeToString()).decode(), lambda _n: None)
+    assert Item.DESCRIPTOR.fields_by_name["alias_size"].default_value == 2
+    assert pt.default_value(pt.message(file, "shop.Item").fields_by_name["alias_size"]) == "BIG"
+    again = pt.load_set(pt.file_set(file))  # as a worker builds it
+    assert pt.default_value(pt.message(again, "shop.Item").fields_by_name["alias_size"]) == "BIG"
     assert pt.default_value(fields["code"]) == b"\x00\xffab"  # C escapes parsed
     assert pt.default_value(fields["zero"]) == 0
     assert pt.default_value(fields["plain"]) is None and pt.default_value(fields["plain_size"]) is None
@@ -314,7 +334,8 @@ items = st.fixed_dictionaries({}, optional={
     "price": st.floats(allow_nan=False), "gift": st.booleans(), "label": texts, "code": st.binary(max_size=4),
     "u32": st.integers(0, 2**32 - 1), "zag": int32s, "zero": int32s, "size": sizes, "plain": int32s,
     "plain_size": sizes, "part": parts, "parts": st.lists(parts, max_size=3),
-    "by_name": st.dictionaries(texts, parts, max_size=2), "pick_n": int32s, "pick_s": texts})
+    "by_name": st.dictionaries(texts, parts, max_size=2), "pick_n": int32s, "pick_s": texts,
+    "alias_size": sizes})
 
 
 def build_item(values: dict):
@@ -342,3 +363,154 @@ def test_random_proto2_messages_with_defaults_decode_as_spark_reads_them(values)
     for g, w in zip(got, [expected(m) for m in messages], strict=True):
         g["by_name"] = dict(g["by_name"])
         assert g == w
+
+
+def test_an_enum_default_naming_an_alias_reads_as_that_name_absent_and_as_the_first_name_present():
+    """As observed with from_protobuf of Spark's connector/protobuf sources: Size's LARGE and BIG
+    share 2; a field declaring ``[default = BIG]`` reads BIG when absent (Java parses the default
+    by name) and LARGE when 2 is on the wire (Java finds a number's first value)."""
+    got, errors = decoded(reader(ITEM, "shop.Item"), [b"", Item(alias_size=2).SerializeToString()])
+    assert not errors.any()
+    assert [g["alias_size"] for g in got] == ["BIG", "LARGE"]
+
+
+# -- proto2: closed enums, required fields, oneofs -------------------------------------------------
+
+BOX = closed_file()
+Box = message_class(BOX, "shop.Box")
+Writer = message_class(closed_file(writer=True), "shop.Box")
+WriterInner = type(Writer().inner)
+CLOSED, REQUIRED = 7, 8
+"""The decoder's codes for a record from_protobuf fails: an unknown field of the root message's,
+a required field missing."""
+
+
+def box_reader() -> pp.Program:
+    return reader(BOX, "shop.Box")
+
+
+def test_a_number_a_closed_enum_lacks_fails_its_record_in_the_root_message_and_is_absent_below():
+    """As observed with from_protobuf of Spark's connector/protobuf sources (proto2, a closed
+    enum): protobuf keeps a number the enum does not define as an unknown field. In the root
+    message from_protobuf fails the record (MALFORMED_PROTOBUF_MESSAGE under FAILFAST, a null row
+    under PERMISSIVE) — singular, repeated or packed, with a default, in a oneof, before or after
+    a known number; below it the field is absent: null, or its declared default, the last known
+    number kept, and an array element is left out."""
+    # below the root: c 2 then 6 (6 ignored), cs 9 left out, cd 7 absent (its default)
+    inner = (WriterInner(n=1, c=2, cs=[1, 9, 5], cd=7).SerializeToString()
+             + WriterInner(c=6).SerializeToString())
+    payloads = [
+        Writer(id="a", c=4).SerializeToString(),  # c 4: not a Color
+        Writer(id="a", cs=[1, 4, 5]).SerializeToString(),  # unpacked
+        Writer(id="a", cd=-1).SerializeToString(),
+        Writer(id="a", pc=0).SerializeToString(),  # a oneof member
+        Writer(id="a", c=2).SerializeToString() + Writer(c=3).SerializeToString(),  # known, then not
+        Writer(id="a").SerializeToString() + b"\x2a" + bytes([len(inner)]) + inner,  # inner (5)
+        Writer(id="a", inners=[WriterInner(n=1, c=3), WriterInner(n=2, c=5)]).SerializeToString(),
+    ]
+    got, errors = decoded(box_reader(), payloads)
+    assert list(errors) == [CLOSED] * 5 + [0, 0]
+    assert got[:5] == [None] * 5
+    # Google's runtime the same: the root's unknown fields have the message's numbers
+    kept = [[f.field_number for f in unknown_fields.UnknownFieldSet(Box.FromString(p))] for p in payloads[:5]]
+    assert kept == [[2], [3], [4], [8], [2]]
+    assert got[5]["inner"] == {"n": 1, "c": "GREEN", "cs": ["RED", "BLUE"], "cd": "GREEN"}
+    assert got[5]["inner"] == expected(Box.FromString(payloads[5]))["inner"]  # as Google's runtime reads it
+    assert got[6]["inners"] == [{"n": 1, "c": None, "cs": [], "cd": "GREEN"},
+                                {"n": 2, "c": "BLUE", "cs": [], "cd": "GREEN"}]
+
+
+def test_a_map_value_a_closed_enum_lacks_keeps_its_entry_with_the_enums_first_value():
+    """As observed with from_protobuf of Spark's connector/protobuf sources: Java keeps a map
+    entry whose closed-enum value is unknown, with the value's default (the enum's first value),
+    where Google's Python runtime drops the entry into the unknown fields."""
+    payload = Writer(id="a", by_name={"k": 7, "j": 1}).SerializeToString()
+    got, errors = decoded(box_reader(), [payload])
+    assert not errors.any()
+    assert dict(got[0]["by_name"]) == {"k": "QUIET", "j": "LOUD"}
+    assert dict(Box.FromString(payload).by_name) == {"j": 1}  # Python's runtime: not this
+
+
+def test_a_required_field_missing_fails_its_record_wherever_it_is():
+    """As observed with from_protobuf of Spark's connector/protobuf sources: protobuf-java does
+    not parse a message missing a required field, in the root message or any message below it (a
+    nested one, an array's, a map's), and from_protobuf fails the record ("Message missing required
+    fields: …": MALFORMED_PROTOBUF_MESSAGE under FAILFAST, a null row under PERMISSIVE); a message
+    that is absent is not checked."""
+    payloads = [
+        Writer(c=1).SerializeToString(),  # id (1) missing
+        b"",
+        Writer(id="a", inner=WriterInner(c=1)).SerializeToString(),  # inner.n missing
+        Writer(id="a", inners=[WriterInner(n=1), WriterInner()]).SerializeToString(),
+        Writer(id="a").SerializeToString(),  # inner absent: not checked
+        Writer(id="a", inners=[WriterInner(n=0)]).SerializeToString(),
+    ]
+    got, errors = decoded(box_reader(), payloads)
+    assert list(errors) == [REQUIRED] * 4 + [0, 0]
+    assert [Box.FromString(p).IsInitialized() for p in payloads] == [False] * 4 + [True] * 2
+    assert got[4]["id"] == "a" and got[5]["inners"] == [{"n": 0, "c": None, "cs": [], "cd": "GREEN"}]
+
+
+def test_a_oneof_member_clears_the_others_and_one_with_a_default_reads_it_when_another_is_set():
+    """As observed with from_protobuf of Spark's connector/protobuf sources: of a oneof's members
+    on the wire the last one is set (protobuf clears the others), and a member that declares a
+    default reads it when another member is set; a number the closed enum lacks does not set its
+    member (nor clear the others)."""
+    payloads = [
+        Writer(id="a", pn=8).SerializeToString() + Writer(ps="z").SerializeToString(),
+        Writer(id="a", ps="z").SerializeToString() + Writer(pn=8).SerializeToString(),
+        Writer(id="a", ps="z").SerializeToString() + Writer(pc=2).SerializeToString(),
+        Writer(id="a", inners=[WriterInner(n=1)]).SerializeToString(),
+    ]
+    got, errors = decoded(box_reader(), payloads)
+    assert not errors.any()
+    assert [(g["pn"], g["pc"], g["ps"]) for g in got] == [
+        (5, None, "z"), (8, None, None), (5, "GREEN", None), (5, None, None)]
+    assert [Box.FromString(p).WhichOneof("pick") for p in payloads] == ["ps", "pn", "pc", None]
+
+
+colors = st.sampled_from([-1, 0, 1, 2, 3, 5])  # Color defines 1, 2 and 5
+inner_values = st.fixed_dictionaries({}, optional={
+    "n": int32s, "c": colors, "cs": st.lists(colors, max_size=3), "cd": colors})
+boxes = st.fixed_dictionaries({}, optional={
+    "id": texts, "c": colors, "cs": st.lists(colors, max_size=3), "cd": colors, "inner": inner_values,
+    "inners": st.lists(inner_values, max_size=2), "pn": int32s, "pc": colors, "ps": texts})
+
+
+def build_box(values: dict):
+    msg = Writer()
+    for name, value in values.items():
+        if name == "inner":
+            msg.inner.SetInParent()
+            msg.inner.MergeFrom(WriterInner(**value))
+        elif name == "inners":
+            msg.inners.extend(WriterInner(**v) for v in value)
+        elif name == "cs":
+            msg.cs.extend(value)
+        else:
+            setattr(msg, name, value)
+    return msg
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(boxes, min_size=1, max_size=6))
+def test_random_proto2_messages_with_closed_enums_and_required_fields_decode_as_spark_reads_them(values):
+    """Google's runtime writes numbers Color lacks and messages without their required fields
+    (a writer whose enums are int32 and whose fields are optional), and reads them with the
+    reader's message: a record whose root message keeps an unknown field of one of its numbers,
+    or that misses a required field (checked first), is one from_protobuf fails (both as observed with
+    from_protobuf of Spark's connector/protobuf sources); the others read as from_protobuf reads
+    what Google's runtime parsed."""
+    payloads = [build_box(v).SerializeToString() for v in values]
+    got, errors = decoded(box_reader(), payloads)
+    for payload, g, e in zip(payloads, got, errors, strict=True):
+        msg = Box.FromString(payload)
+        numbers = {f.number for f in Box.DESCRIPTOR.fields}
+        if not msg.IsInitialized():  # protobuf-java does not parse it: checked first
+            assert (e, g) == (REQUIRED, None)
+        elif any(f.field_number in numbers for f in unknown_fields.UnknownFieldSet(msg)):
+            assert (e, g) == (CLOSED, None)
+        else:
+            assert e == 0
+            g["by_name"] = dict(g["by_name"])
+            assert g == expected(msg)

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pyspark.sql import types as T
 
-from jetspark.schemas.protobuf_types import default_value, is_map, is_time, spark_type
+from jetspark.schemas.protobuf_types import default_value, is_closed_enum, is_map, is_time, spark_type
 
 # the program's words (keep in step with _protobuf_arrow.c)
 K_INT32, K_INT64, K_UINT32, K_UINT64, K_SINT32, K_SINT64, K_BOOL, K_ENUM = range(8)
@@ -98,7 +98,7 @@ class Program:
 def compile_program(message: Descriptor) -> Program:
     """The program that decodes records of ``message`` into its Spark type."""
     spark = spark_type(message)
-    root = _message(message, spark, 0, F_STORE)
+    root = _message(message, spark, 0, F_STORE, root=True)
     return Program(np.array(root.words(), np.int32).tobytes(), root, _arrow(spark), message.full_name)
 
 
@@ -139,12 +139,16 @@ def indexes_of(key: int) -> tuple[int, ...] | None:
 
 # -- compilation ----------------------------------------------------------------------------------
 
-def _message(d: Descriptor, spark: T.StructType, number: int, flags: int) -> _Node:
+def _message(d: Descriptor, spark: T.StructType, number: int, flags: int, root: bool = False) -> _Node:
     node = _Node(K_MESSAGE, number, flags, spark)
     kept = set(spark.names)
     for f in d.fields:
         if f.name in kept:
             node.children.append(_field(f, spark[f.name].dataType))
+        elif root:  # a field left out (a message without fields): read, not stored, so that the
+            # root message still knows its number (another wire type fails the record, as in from_protobuf)
+            node.children.append(_Node(K_MESSAGE, f.number, F_REQUIRED if f.is_required else 0,
+                                       T.StructType([])))
     return node
 
 
@@ -178,7 +182,7 @@ def _value(f: FieldDescriptor, spark: T.DataType, flags: int) -> _Node:
     if f.type == FieldDescriptor.TYPE_ENUM:  # a number with aliases: its first name, as Java finds it
         node.enum = (f.enum_type.name, {v.number: v.name for v in reversed(f.enum_type.values)})
         node.first = f.enum_type.values[0].number
-        if f.enum_type.is_closed:  # proto2's: a number it does not define is an unknown field
+        if is_closed_enum(f):  # proto2's: a number it does not define is an unknown field
             node.closed = tuple(sorted({v.number for v in f.enum_type.values}))
     return node
 
@@ -199,8 +203,9 @@ def _assemble(node: _Node, nodes) -> pa.Array:
     arrow_type = _arrow(node.spark)
     mask = _validity(valid)
     kind = node.kind
-    if kind == K_MESSAGE:
-        children = [_with_default(c, a, mask) for c, a in zip(node.children, children, strict=True)]
+    if kind == K_MESSAGE:  # (a child not stored is a field left out)
+        children = [_with_default(c, a, mask) for c, a in zip(node.children, children, strict=True)
+                    if c.flags & F_STORE]
         return pa.Array.from_buffers(arrow_type, count, [mask], children=children)
     if kind == K_LIST:
         if pa.types.is_map(arrow_type):

@@ -232,6 +232,19 @@ def default_value(f: FieldDescriptor) -> object | None:
     return value - 2**bits if bits and value >= 2 ** (bits - 1) else value
 
 
+def is_closed_enum(f: FieldDescriptor) -> bool:
+    """Whether enum field ``f`` takes only the numbers its enum defines (another is an unknown
+    field), as protobuf-java reads it: a closed (proto2) enum's field, and any enum field of a
+    proto2 file (an open proto3 enum too: Java's legacy rule, where Google's Python runtime
+    keeps the number)."""
+    return f.enum_type.is_closed or _syntax(f.file) in ("", "proto2")
+
+
+@functools.lru_cache(maxsize=1024)
+def _syntax(file: FileDescriptor) -> str:
+    return descriptor_pb2.FileDescriptorProto.FromString(file.serialized_pb).syntax
+
+
 def is_map(field: FieldDescriptor) -> bool:
     return (field.type == FieldDescriptor.TYPE_MESSAGE and field.is_repeated
             and field.message_type.GetOptions().map_entry)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from google.protobuf import descriptor_pb2, unknown_fields
+from google.protobuf import descriptor_pb2, message_factory, unknown_fields
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
@@ -514,3 +514,37 @@ def test_random_proto2_messages_with_closed_enums_and_required_fields_decode_as_
             assert e == 0
             g["by_name"] = dict(g["by_name"])
             assert g == expected(msg)
+
+
+def test_an_open_enum_a_proto2_field_uses_reads_as_closed_and_a_field_left_out_keeps_its_number():
+    """As observed with from_protobuf of Spark's connector/protobuf sources: protobuf-java reads
+    an enum field of a proto2 file as closed even when its enum is a proto3 (open) one (Google's
+    Python runtime keeps the number): 7 fails the record in the root message, and is absent below
+    it; a field of the root message that Spark's type leaves out (a message without fields) is
+    still one of the root's numbers, so in another wire type it fails the record too."""
+    state = descriptor_pb2.FileDescriptorProto(name="shop/state.proto", package="shop", syntax="proto3")
+    values = state.enum_type.add(name="State")
+    values.value.add(name="NONE", number=0)
+    values.value.add(name="ON", number=1)
+    mixed = descriptor_pb2.FileDescriptorProto(name="shop/mixed.proto", package="shop", syntax="proto2",
+                                               dependency=["shop/state.proto"])
+    m = mixed.message_type.add(name="Mixed")
+    m.field.add(name="s", number=1, type=F.TYPE_ENUM, type_name=".shop.State", label=OPTIONAL)
+    m.field.add(name="e", number=2, type=F.TYPE_MESSAGE, type_name=".shop.Empty", label=OPTIONAL)
+    m.field.add(name="x", number=3, type=F.TYPE_INT32, label=OPTIONAL)
+    m.field.add(name="h", number=4, type=F.TYPE_MESSAGE, type_name=".shop.Holder", label=OPTIONAL)
+    mixed.message_type.add(name="Empty")
+    mixed.message_type.add(name="Holder").field.add(name="s", number=1, type=F.TYPE_ENUM,
+                                                    type_name=".shop.State", label=OPTIONAL)
+    texts = {"shop/state.proto": base64.b64encode(state.SerializeToString()).decode()}
+    file = pt.load_file(base64.b64encode(mixed.SerializeToString()).decode(), texts.get)
+    Mixed = message_factory.GetMessageClass(file.pool.FindMessageTypeByName("shop.Mixed"))
+    Holder = message_factory.GetMessageClass(file.pool.FindMessageTypeByName("shop.Holder"))
+    payloads = [Mixed(s=7).SerializeToString(), Mixed(h=Holder(s=7), x=1).SerializeToString(),
+                Mixed(s=1).SerializeToString(), b"\x10\x01\x18\x04", Mixed(e={}, x=4).SerializeToString()]
+    assert Mixed.FromString(payloads[0]).s == 7  # Google's Python runtime: open
+    got, errors = decoded(pp.compile_program(pt.message(file, "shop.Mixed")), payloads)
+    assert list(errors) == [CLOSED, 0, 0, CLOSED, 0]
+    assert got[1] == {"s": None, "x": 1, "h": {"s": None}}
+    assert got[2]["s"] == "ON" and got[4] == {"s": None, "x": 4, "h": None}
+    assert pt.spark_type(pt.message(file, "shop.Mixed")).names == ["s", "x", "h"]

@@ -1,0 +1,125 @@
+"""Benchmark: a window query's first micro-batch from a cold start, with and without Python
+workers warmed beside it — a measured route for the start-up of live windows (#33), not a
+feature yet.
+
+Each run is a new process with a new local Spark (local[2], 2 shuffle partitions), so every
+Python worker starts cold, as after a driver restart. It fills a topic with the examples'
+120 positions, builds ``read_kafka_stream`` → ``window_aggregate`` (tumbling 10 s) → ``noop``,
+starts it and times, from ``start()``, the first progress and micro-batch 0's
+``triggerExecution``. ``warm`` runs also start, in a thread beside the query's build, a Spark
+job of 4 tasks whose Python workers import jetspark's windowing, jetkafka's source and pandas:
+Spark keeps those workers and hands them the query's first tasks and the driver's planning
+runners, which then skip the imports.
+
+Runs alternate (cold first); the medians of ``--repeat`` runs of each are printed with the load
+average, and a report goes to ``bench/reports/``. Needs Kafka (``JETSPARK_KAFKA_BOOTSTRAP``, else
+``jetspark services up kafka``).
+
+    .venv/bin/python bench/bench_start.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+from kafka_bench import ROOT, kafka_bootstrap, write_report
+
+
+def warm_up(spark) -> None:
+    """A job whose 4 Python workers import what the query's workers import."""
+
+    def imports(batches):
+        import pandas  # noqa: F401
+
+        import jetspark.datasources.kafka.source
+        import jetspark.windowing  # noqa: F401
+
+        yield from batches
+
+    job = spark.range(4, numPartitions=4).mapInArrow(imports, "id long")
+    job.write.format("noop").mode("overwrite").save()
+
+
+def one_run(mode: str, bootstrap: str) -> dict:
+    """One cold start (this process's own Spark): seconds from ``start()`` to the first progress,
+    micro-batch 0's milliseconds, and the build's seconds."""
+    from pyspark.sql import functions as F
+    from pyspark_jetkafka import DefaultSource
+
+    from jetspark.datasources import read_kafka_stream
+    from jetspark.devtools.spark import local_session
+    from jetspark.examples import positions
+    from jetspark.windowing import ops, tumbling, window_aggregate
+
+    spark = local_session("bench-start", shuffle_partitions=2)
+    spark.dataSource.register(DefaultSource)
+    topic = f"jetbench-start-{uuid.uuid4().hex[:8]}"
+    positions(bootstrap, topic)
+    t0 = time.perf_counter()
+    warming = threading.Thread(target=warm_up, args=(spark,)) if mode == "warm" else None
+    if warming:
+        warming.start()
+    stream = read_kafka_stream(spark, {"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
+                                       "startingOffsets": "earliest", "watermark.lag": "5 seconds"})
+    events = stream.select(
+        F.col("key").cast("string").alias("vehicle"), "timestamp",
+        F.get_json_object(F.col("value").cast("string"), "$.speed").cast("double").alias("speed"),
+        "watermark", "heartbeat")
+    windows = window_aggregate(events, key="vehicle", time="timestamp", window=tumbling("10 seconds"),
+                               aggs={"n": ops.count(), "max_speed": ops.max_("speed")})
+    built = time.perf_counter()
+    query = (windows.writeStream.format("noop")
+             .option("checkpointLocation", f"/tmp/jetbench-start/{topic}").start())
+    started = time.perf_counter()
+    while query.lastProgress is None:
+        time.sleep(0.02)
+    first = time.perf_counter()
+    batch0 = query.lastProgress["durationMs"].get("triggerExecution")
+    query.stop()
+    if warming:
+        warming.join()
+    spark.stop()
+    return {"build_s": built - t0, "first_progress_s": first - started, "batch0_ms": batch0}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--run", choices=["cold", "warm"], help=argparse.SUPPRESS)  # one run, in a child
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    bootstrap = kafka_bootstrap("native")
+    if args.run:
+        print(json.dumps(one_run(args.run, bootstrap)), flush=True)
+        return 0
+    runs: dict[str, list[dict]] = {"cold": [], "warm": []}
+    env = {**os.environ, "JETSPARK_KAFKA_BOOTSTRAP": bootstrap}
+    for r in range(args.repeat):
+        for mode in runs:
+            out = subprocess.run([sys.executable, __file__, "--run", mode], env=env, capture_output=True,
+                                 text=True, check=True).stdout
+            got = json.loads(out.strip().splitlines()[-1])
+            runs[mode].append(got)
+            print(f"run {r + 1} {mode}: first progress {got['first_progress_s']:.2f} s after start(), "
+                  f"micro-batch 0 {got['batch0_ms']} ms, build {got['build_s']:.2f} s  "
+                  f"load {os.getloadavg()[0]:.2f}", flush=True)
+    median = {m: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for m, rs in runs.items()}
+    load = os.getloadavg()
+    cold, warm = median["cold"], median["warm"]
+    print(f"median of {args.repeat}: first progress cold {cold['first_progress_s']:.2f} s, "
+          f"warm {warm['first_progress_s']:.2f} s; micro-batch 0 cold {cold['batch0_ms']:.0f} ms, "
+          f"warm {warm['batch0_ms']:.0f} ms; load average " + " ".join(f"{x:.2f}" for x in load))
+    write_report("start", {"runs": runs, "median": median, "master": "local[2]", "load_average": load})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,14 +17,12 @@ message → struct; a message without fields is left out, and a recursive messag
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import re
 from collections.abc import Callable
 
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescriptor
-from google.protobuf.message import DecodeError
 from pyspark.sql import types as T
 
 from jetspark.errors import JetsparkError, OptionError
@@ -41,15 +39,15 @@ class ProtobufSchemaError(JetsparkError):
     """A Protobuf schema that cannot be read, or has no Spark type."""
 
 
-def file_proto(text: str) -> descriptor_pb2.FileDescriptorProto:
-    """The ``FileDescriptorProto`` a registry's schema text carries (base64, serialized)."""
-    try:
-        raw = base64.b64decode(text.strip(), validate=True)
-        proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
-    except (binascii.Error, ValueError, DecodeError):
+def file_proto(text: str, proto: descriptor_pb2.FileDescriptorProto | None = None
+               ) -> descriptor_pb2.FileDescriptorProto:
+    """The ``FileDescriptorProto`` a registry's schema text carries (base64, serialized);
+    ``proto``: the text already decoded (:func:`protobuf_text.serialized`)."""
+    proto = proto if proto is not None else protobuf_text.serialized(text)
+    if proto is None:
         raise ProtobufSchemaError(
             "the Protobuf schema is neither a serialized descriptor (a base64 FileDescriptorProto) "
-            "nor .proto text") from None
+            "nor .proto text")
     if not proto.name:
         raise ProtobufSchemaError("the Protobuf schema names no file (not a FileDescriptorProto)")
     return proto
@@ -80,7 +78,8 @@ def load_file(text: str, dependency: Callable[[str], str | None]) -> FileDescrip
         _keep_alias_defaults(pool, proto)
         added.add(proto.name)
 
-    if protobuf_text.serialized(text) is None and _looks_like_text(text):
+    decoded = protobuf_text.serialized(text)
+    if decoded is None and _looks_like_text(text):
         try:
             files = protobuf_text.compile_text(text, dependency, _is_well_known)
         except protobuf_text.ProtoTextError as e:
@@ -89,7 +88,7 @@ def load_file(text: str, dependency: Callable[[str], str | None]) -> FileDescrip
             add(proto)
         root = files[-1]
     else:
-        root = file_proto(text)
+        root = file_proto(text, decoded)
         add(root)
     try:
         return pool.FindFileByName(root.name)

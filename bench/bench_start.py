@@ -1,15 +1,15 @@
 """Benchmark: a window query's first micro-batch from a cold start, with and without Python
-workers warmed beside it — a measured route for the start-up of live windows (#33), not a
-feature yet.
+workers warmed beside its build (``jetspark.windowing.warm_workers``, on by default).
 
 Each run is a new process with a new local Spark (local[2], 2 shuffle partitions), so every
 Python worker starts cold, as after a driver restart. It fills a topic with the examples'
 120 positions, builds ``read_kafka_stream`` → ``window_aggregate`` (tumbling 10 s) → ``noop``,
 starts it and times, from ``start()``, the first progress and micro-batch 0's
-``triggerExecution``. ``warm`` runs also start, in a thread beside the query's build, a Spark
-job of 4 tasks whose Python workers import jetspark's windowing, jetkafka's source and pandas:
-Spark keeps those workers and hands them the query's first tasks and the driver's planning
-runners, which then skip the imports.
+``triggerExecution``. ``warm`` runs are what ``window_aggregate`` does by default: it starts,
+in a thread beside the query's build, a Spark job whose tasks each hold two Python workers
+that import jetspark's windowing, jetkafka's source and pandas; Spark keeps those workers and
+hands them the query's first tasks, which then skip the imports. ``cold`` runs set
+``spark.jetspark.warmPythonWorkers=false``.
 
 Runs alternate (cold first); the medians of ``--repeat`` runs of each are printed with the load
 average, and a report goes to ``bench/reports/``. Needs Kafka (``JETSPARK_KAFKA_BOOTSTRAP``, else
@@ -26,26 +26,10 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import uuid
 
 from kafka_bench import ROOT, kafka_bootstrap, write_report
-
-
-def warm_up(spark) -> None:
-    """A job whose 4 Python workers import what the query's workers import."""
-
-    def imports(batches):
-        import pandas  # noqa: F401
-
-        import jetspark.datasources.kafka.source
-        import jetspark.windowing  # noqa: F401
-
-        yield from batches
-
-    job = spark.range(4, numPartitions=4).mapInArrow(imports, "id long")
-    job.write.format("noop").mode("overwrite").save()
 
 
 def one_run(mode: str, bootstrap: str) -> dict:
@@ -58,15 +42,14 @@ def one_run(mode: str, bootstrap: str) -> dict:
     from jetspark.devtools.spark import local_session
     from jetspark.examples import positions
     from jetspark.windowing import ops, tumbling, window_aggregate
+    from jetspark.windowing.warm_workers import CONF as WARM_WORKERS
 
-    spark = local_session("bench-start", shuffle_partitions=2)
+    warm = {WARM_WORKERS: "true" if mode == "warm" else "false"}
+    spark = local_session("bench-start", shuffle_partitions=2, conf=warm)
     spark.dataSource.register(DefaultSource)
     topic = f"jetbench-start-{uuid.uuid4().hex[:8]}"
     positions(bootstrap, topic)
     t0 = time.perf_counter()
-    warming = threading.Thread(target=warm_up, args=(spark,)) if mode == "warm" else None
-    if warming:
-        warming.start()
     stream = read_kafka_stream(spark, {"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
                                        "startingOffsets": "earliest", "watermark.lag": "5 seconds"})
     events = stream.select(
@@ -84,8 +67,6 @@ def one_run(mode: str, bootstrap: str) -> dict:
     first = time.perf_counter()
     batch0 = query.lastProgress["durationMs"].get("triggerExecution")
     query.stop()
-    if warming:
-        warming.join()
     spark.stop()
     return {"build_s": built - t0, "first_progress_s": first - started, "batch0_ms": batch0}
 

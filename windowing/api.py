@@ -55,6 +55,7 @@ from pyspark.sql.types import (
 )
 
 from jetspark.columns import HEARTBEAT, TIMESTAMP_TYPE
+from jetspark.windowing import warm_workers
 from jetspark.windowing.accumulate_by_frame import BLOB, CARRIED_WM, CARRIED_WM_US, stage1_function
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
 from jetspark.windowing.combine_to_window import output_schema_fields, step
@@ -288,10 +289,13 @@ def _window_aggregate(
             raise AggregateError(
                 "engine='native' on a stream runs tumbling windows of built-in operations without "
                 "early_results (Spark's streaming aggregation); use engine='auto' for this window")
+    warm = warm_workers.enabled(df.sparkSession)  # a malformed setting refused before any is set
     choose_stateful_partitions(df.sparkSession)  # once the call cannot be refused any more
     choose_changelog_checkpointing(df.sparkSession, None if native is not None else state_api)
     if native is not None:
         return native
+    if warm:
+        warm_workers.warm_python_workers(df.sparkSession)
     for extra in (wm_col, heartbeat):
         if extra is not None and extra not in src_cols:
             src_cols.append(extra)

@@ -28,6 +28,7 @@ choice with early results, whose query Spark lets run in update output mode with
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 STATE_DDL = "blob binary, emitted bigint"
+#: What pandas (2.1+) says when PySpark's ``applyInPandasWithState`` pads its output frames
+#: with all-NA rows and concatenates them (``pyspark/worker.py``): a FutureWarning about
+#: PySpark's own code, printed to the executor's log every few micro-batches. Silenced for
+#: that module only, in the workers that run this module's functions.
+PYSPARK_PADDING_WARNING = "The behavior of DataFrame concatenation with empty or all-NA entries"
+warnings.filterwarnings("ignore", message=PYSPARK_PADDING_WARNING, category=FutureWarning,
+                        module=r"pyspark\.worker$")
 #: Key of the blob's schema metadata holding the bucket's registered timer (ms); a blob
 #: without it (written before the key existed) makes the processor list the timers instead.
 TIMER_KEY = b"jetspark.timer"

@@ -43,3 +43,21 @@ def test_no_state_no_timer_and_a_blob_of_an_older_version_asks_spark() -> None:
     # and such a blob still restores
     res, blob2, timer = core.run(old_blob, 0, None, 10_000)
     assert res is not None and stored_timers(blob2) == ({timer} if timer is not None else set())
+
+
+def _warnings_shown(module: str) -> str:
+    """stderr of a new interpreter that imports this module and then has ``module`` warn
+    what pandas warns about PySpark's padding of applyInPandasWithState's output."""
+    import subprocess
+    import sys
+
+    code = ("import warnings, jetspark.windowing.stateful as s\n"
+            f"warnings.warn_explicit(s.PYSPARK_PADDING_WARNING + ' is deprecated.', FutureWarning, "
+            f"'worker.py', 3771, module={module!r})\n")
+    return subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True,
+                          check=True).stderr
+
+
+def test_pandas_warning_about_pysparks_padding_is_silenced_in_the_worker_module_only() -> None:
+    assert _warnings_shown("pyspark.worker") == ""
+    assert "FutureWarning" in _warnings_shown("users_own_module")

@@ -14,6 +14,9 @@ the last one ends), a 1-second watermark lag and the RocksDB state store:
 * ``jetspark-tws`` (only when named in ``--contenders``): ``jetspark`` on
   ``transformWithStateInPandas`` (the default with early results; without them
   ``window_aggregate`` runs on ``applyInPandasWithState``);
+* ``jetspark-cold`` (only when named in ``--contenders``): ``jetspark`` with
+  ``spark.jetspark.warmPythonWorkers=false``: no Python workers warmed beside the build, so
+  the start-up figures show what the warm-up saves;
 * ``floor`` (only when named in ``--contenders``): ``jetspark`` with the window work taken
   out (see :func:`floor_query`): its micro-batch is what Spark's Python state API and
   Python data sources cost with these settings, the part of ``jetspark``'s micro-batch
@@ -93,6 +96,7 @@ from kafka_bench import write_report
 from plots import runs_chart
 
 CONTENDERS = ("jetspark", "spark")
+WARM_WORKERS = "spark.jetspark.warmPythonWorkers"
 STATE_STORES = {
     "rocksdb": {"spark.sql.streaming.stateStore.providerClass":
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
@@ -299,7 +303,8 @@ def floor_noop_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, ta
     return floor_query(spark, bootstrap, topic, case, dsn, table, ck, args, sink="noop")
 
 
-STARTERS = {"jetspark": jetspark_query, "spark": spark_query, "jetspark-native": jetspark_native_query,
+STARTERS = {"jetspark": jetspark_query, "jetspark-cold": jetspark_query, "spark": spark_query,
+            "jetspark-native": jetspark_native_query,
             "jetspark-tws": jetspark_tws_query,
             "floor": floor_query, "floor-noop": floor_noop_query}
 DURATION_KEYS = ("triggerExecution", "latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",
@@ -321,6 +326,7 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
         spark.conf.set("spark.sql.shuffle.partitions", args.shuffle_partitions)
     for key in STATE_STORES["rocksdb-changelog"]:
         spark.conf.unset(key)
+    spark.conf.set(WARM_WORKERS, "false" if contender == "jetspark-cold" else "true")
     for key, value in STATE_STORES[args.state_store].items():
         spark.conf.set(key, value)
     producer = Producer(bootstrap, topic, args.rate, case.keys)

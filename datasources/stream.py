@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from jetspark.columns import HEARTBEAT, LATE, WATERMARK
 from jetspark.connect import is_connect, resolved_on_server
 from jetspark.datasources.watermark_options import HEARTBEATS
+from jetspark.warm_workers import warm_python_workers
 from jetspark.worker_python import warn_if_workers_lack_jetspark
 
 
@@ -30,7 +31,8 @@ def read_stream(spark, source: type, options: Mapping[str, object], metrics_name
     data, or stubs of late records with ``watermark.lateRecords=drop``) stay in the stream, because Spark
     must see their watermark; drop them downstream with ``where(~col("heartbeat"))``
     (jetspark's windowing does it for you). Warns once when Spark's Python workers would run
-    an interpreter without jetspark (:mod:`jetspark.worker_python`); over Spark Connect,
+    an interpreter without jetspark (:mod:`jetspark.worker_python`) and starts Python workers
+    that import the format beside the build (:mod:`jetspark.warm_workers`); over Spark Connect,
     raises :class:`jetspark.errors.SparkConnectError` when the server cannot run the source
     (:mod:`jetspark.connect`).
 
@@ -53,6 +55,7 @@ def read_stream(spark, source: type, options: Mapping[str, object], metrics_name
     else:
         warn_if_workers_lack_jetspark(spark)
         ensure_registered(spark, source)
+        warm_python_workers(spark, (source.__module__,))  # the format's reader (and writer)
         df = reader.load()
     if metrics_name:
         df = df.observe(

@@ -54,8 +54,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from jetspark import warm_workers
 from jetspark.columns import HEARTBEAT, TIMESTAMP_TYPE
-from jetspark.windowing import warm_workers
 from jetspark.windowing.accumulate_by_frame import BLOB, CARRIED_WM, CARRIED_WM_US, stage1_function
 from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation
 from jetspark.windowing.combine_to_window import output_schema_fields, step
@@ -78,6 +78,9 @@ _DELAY_KEY = WATERMARK_DELAY_KEY
 #: Spark's state APIs a streaming window runs on; the first is the default without early
 #: results, the second the default with them (see :func:`chosen_state_api`).
 STATE_APIS = ("applyInPandasWithState", "transformWithStateInPandas")
+#: What a streaming window's Python workers import (stage 1; the state operator, which needs
+#: pandas), imported by workers warmed beside the build (:mod:`jetspark.warm_workers`).
+WARM_MODULES = ("pandas", "jetspark.windowing.accumulate_by_frame", "jetspark.windowing.stateful")
 ENGINES = ("auto", "python", "native")  # default first
 #: Name of the observed metric counting rows with a null event time (streaming).
 NULL_TIME_METRIC = "jetspark_null_event_time"
@@ -295,7 +298,7 @@ def _window_aggregate(
     if native is not None:
         return native
     if warm:
-        warm_workers.warm_python_workers(df.sparkSession)
+        warm_workers.warm_python_workers(df.sparkSession, WARM_MODULES)
     for extra in (wm_col, heartbeat):
         if extra is not None and extra not in src_cols:
             src_cols.append(extra)

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 
 from jetspark.connect import is_connect
 from jetspark.errors import OptionError
+from jetspark.worker_python import workers_can_import_jetspark
 
 CONF = "spark.jetspark.warmPythonWorkers"
 JOB_GROUP = "jetspark-warm-python-workers"
@@ -53,9 +54,11 @@ def enabled(spark) -> bool:
 
 def warm_python_workers(spark, modules: Sequence[str], *, clock=time.monotonic) -> threading.Thread | None:
     """Start the warm-up job for ``modules`` (importable names) in a daemon thread and return
-    the thread; None when it is off, the session is a Spark Connect one, or this application
-    warmed workers with these modules less than :data:`EVERY_S` ago."""
-    if is_connect(spark) or not enabled(spark):
+    the thread; None when it is off, the session is a Spark Connect one, its workers' Python
+    lacks jetspark (a ``WorkerPythonWarning`` says so; the job would only add a failed job's
+    traceback), or this application warmed workers with these modules less than
+    :data:`EVERY_S` ago."""
+    if is_connect(spark) or not enabled(spark) or not workers_can_import_jetspark(spark):
         return None
     sc = spark.sparkContext
     key, now = (sc.applicationId, tuple(modules)), clock()

@@ -82,6 +82,14 @@ def warn_if_workers_lack_jetspark(spark) -> None:
     _warn_once(executable, origin)
 
 
+def workers_can_import_jetspark(spark) -> bool:
+    """False when the classic session's Python workers would run an interpreter that lacks
+    jetspark (:func:`problem`, cached); True over Spark Connect (out of this process's sight)."""
+    if getattr(spark, "_jsc", None) is None:
+        return True
+    return problem(worker_python(_conf(spark), os.environ)[0]) is None
+
+
 @functools.cache
 def _warn_once(executable: str, origin: str) -> None:
     reason = problem(executable)

@@ -83,8 +83,9 @@ def spark(request: pytest.FixtureRequest):
     When a collected test is marked ``spark_kafka``, the session also loads Spark's own Kafka
     connector (``format("kafka")``, from Maven Central, cached): a few jars on the classpath of
     the one JVM, where a second JVM for Spark's side would cost its start-up on every run.
-    Streaming reads and windows do not warm Python workers beside their build here (a background job
-    beside every test's own); ``tests/integration/test_warm_workers.py`` turns it on.
+    Streaming reads and windows do not warm Python workers beside their build here (a
+    background job beside every test's own); ``tests/integration/test_warm_workers.py`` turns
+    it on.
     """
     from jetspark.devtools.spark import local_session
     from jetspark.warm_workers import CONF as WARM_WORKERS

@@ -87,3 +87,12 @@ def test_no_warning_for_a_good_interpreter_or_over_spark_connect(tmp_path, monke
         warn_if_workers_lack_jetspark(_session({}))
         warn_if_workers_lack_jetspark(SimpleNamespace(conf=_Conf({"spark.pyspark.python": bare})))
     assert caught == []
+
+
+def test_whether_the_workers_can_import_jetspark_follows_the_same_check(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    bare = _interpreter(tmp_path, "bare", "-I", "-S")
+    assert not worker_python.workers_can_import_jetspark(_session({"spark.pyspark.python": bare}))
+    assert worker_python.workers_can_import_jetspark(_session({"spark.pyspark.python": sys.executable}))
+    connect = SimpleNamespace(conf=_Conf({"spark.pyspark.python": bare}))  # no _jsc: out of sight
+    assert worker_python.workers_can_import_jetspark(connect)

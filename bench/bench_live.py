@@ -17,6 +17,9 @@ the last one ends), a 1-second watermark lag and the RocksDB state store:
 * ``jetspark-cold`` (only when named in ``--contenders``): ``jetspark`` with
   ``spark.jetspark.warmPythonWorkers=false``: no Python workers warmed beside the build, so
   the start-up figures show what the warm-up saves;
+* ``jetspark-noop`` (only when named in ``--contenders``): ``jetspark`` writing to Spark's
+  ``noop`` sink: ``jetspark`` minus it is the two-phase sink's part of the micro-batch (its
+  latency figures are not windows': ignore them);
 * ``floor`` (only when named in ``--contenders``): ``jetspark`` with the window work taken
   out (see :func:`floor_query`): its micro-batch is what Spark's Python state API and
   Python data sources cost with these settings, the part of ``jetspark``'s micro-batch
@@ -196,7 +199,7 @@ def first_seen(dsn: str, table: str, lo: float, hi: float) -> tuple[list[float],
 
 
 def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args,
-                   engine: str = "auto"):
+                   engine: str = "auto", sink: str = "jetjdbc"):
     from pyspark.sql import functions as F
 
     from jetspark.datasources import read_kafka_stream
@@ -215,8 +218,14 @@ def jetspark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, tabl
     windows = window_aggregate(events, key="key", time="timestamp",
                                window=sliding(f"{case.size_s} seconds", f"{case.slide_s} seconds"),
                                aggs={"n": ops.count(), "total": ops.sum_("v")}, **extra)
+    if sink == "noop":
+        return windows.writeStream.format("noop").option("checkpointLocation", ck).start()
     return (windows.writeStream.format("jetjdbc").option("url", dsn).option("table", table)
             .option("guarantee", "exactly-once").option("checkpointLocation", ck).start())
+
+
+def jetspark_noop_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
+    return jetspark_query(spark, bootstrap, topic, case, dsn, table, ck, args, sink="noop")
 
 
 def spark_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args):
@@ -304,7 +313,7 @@ def floor_noop_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, ta
 
 
 STARTERS = {"jetspark": jetspark_query, "jetspark-cold": jetspark_query, "spark": spark_query,
-            "jetspark-native": jetspark_native_query,
+            "jetspark-native": jetspark_native_query, "jetspark-noop": jetspark_noop_query,
             "jetspark-tws": jetspark_tws_query,
             "floor": floor_query, "floor-noop": floor_noop_query}
 DURATION_KEYS = ("triggerExecution", "latestOffset", "getBatch", "queryPlanning", "addBatch", "walCommit",

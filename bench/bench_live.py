@@ -99,7 +99,6 @@ from kafka_bench import write_report
 from plots import runs_chart
 
 CONTENDERS = ("jetspark", "spark")
-WARM_WORKERS = "spark.jetspark.warmPythonWorkers"
 STATE_STORES = {
     "rocksdb": {"spark.sql.streaming.stateStore.providerClass":
                 "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
@@ -335,6 +334,8 @@ def one_run(spark, endpoints, contender: str, case: Case, args, workdir: Path) -
         spark.conf.set("spark.sql.shuffle.partitions", args.shuffle_partitions)
     for key in STATE_STORES["rocksdb-changelog"]:
         spark.conf.unset(key)
+    from jetspark.warm_workers import CONF as WARM_WORKERS
+
     spark.conf.set(WARM_WORKERS, "false" if contender == "jetspark-cold" else "true")
     for key, value in STATE_STORES[args.state_store].items():
         spark.conf.set(key, value)

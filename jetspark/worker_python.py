@@ -76,18 +76,23 @@ def warn_if_workers_lack_jetspark(spark) -> None:
 
     Over Spark Connect the workers run on the server, out of this process's sight: no check.
     """
-    if getattr(spark, "_jsc", None) is None:
-        return
-    executable, origin = worker_python(_conf(spark), os.environ)
-    _warn_once(executable, origin)
+    workers = _session_workers(spark)
+    if workers is not None:
+        _warn_once(*workers)
 
 
 def workers_can_import_jetspark(spark) -> bool:
     """False when the classic session's Python workers would run an interpreter that lacks
     jetspark (:func:`problem`, cached); True over Spark Connect (out of this process's sight)."""
+    workers = _session_workers(spark)
+    return workers is None or problem(workers[0]) is None
+
+
+def _session_workers(spark) -> tuple[str, str] | None:
+    """The classic session's workers' interpreter and its origin; None over Spark Connect."""
     if getattr(spark, "_jsc", None) is None:
-        return True
-    return problem(worker_python(_conf(spark), os.environ)[0]) is None
+        return None
+    return worker_python(_conf(spark), os.environ)
 
 
 @functools.cache

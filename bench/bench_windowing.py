@@ -20,6 +20,9 @@ ones, which import their modules before doing any work; the report counts such r
 * ``spark-floor``: what every contender must at least do, in Spark's cheapest form; the
   bench prints ``window()`` / floor as the ceiling of any speed-up over ``window()``, and
   jetspark's time over the floor's.
+* ``floor-python`` (batch only; not run by default): the floor's cells handed to a Python
+  worker and back unchanged (a ``mapInArrow`` that returns its batches): what the two
+  Arrow transfers of any Python stage 2 cost on top of the floor, with no window work.
 
   - batch: Spark's own aggregation of the same aggregates per (key, 1-minute frame) —
     read, shuffle by key, group by key and frame — with no windows at all;
@@ -246,6 +249,10 @@ def timed_run(action) -> dict:
     return {"wall": wall, "cpu": cpu, "new_py_processes": len(python_processes() - before), "out": out}
 
 
+def _passthrough(batches):
+    yield from batches
+
+
 def _noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
@@ -258,6 +265,9 @@ def batch_query(spark, data: Path, contender: str, ratio: int):
         return spark_frames(spark, df, ratio)
     if contender == "spark-floor":
         return spark_floor(df)
+    if contender == "floor-python":
+        cells = spark_floor(df)
+        return cells.mapInArrow(_passthrough, cells.schema)
     engine = "python" if contender == "jetspark-python" else "auto"
     return jetspark(df.drop("watermark"), ratio, engine=engine)
 
@@ -368,7 +378,8 @@ def main() -> None:
         "--contenders",
         default="spark-window,spark-frames,spark-floor,jetspark",
         help="spark-frames runs in batch only; also: jetspark-tws (streaming on "
-        "transformWithStateInPandas), jetspark-python (batch, engine='python': stage 1 in Python)",
+        "transformWithStateInPandas), jetspark-python (batch, engine='python': stage 1 in Python), "
+        "floor-python (batch: the floor's cells through Python and back)",
     )
     ap.add_argument("--buckets", type=int, default=16, help="jetspark's state buckets (streaming)")
     ap.add_argument("--no-breakdown", action="store_true", help="skip the per-stage breakdown (batch)")
@@ -404,7 +415,8 @@ def main() -> None:
                 check_equal(spark, data, ratio)
             runs = [(m, fpt) for m in modes for fpt in ([None] if m == "batch" else splits)]
             for mode, fpt in runs:
-                skip = {"jetspark-tws"} if mode == "batch" else {"spark-frames", "jetspark-python"}
+                batch_only = {"spark-frames", "jetspark-python", "floor-python"}
+                skip = {"jetspark-tws"} if mode == "batch" else batch_only
                 names = [c for c in contenders if c not in skip]
                 label = mode if fpt is None else f"{mode} {HOURS // fpt}×{fpt}h"
                 got: dict[str, list[dict]] = {c: [] for c in names}
@@ -458,6 +470,9 @@ def _summary(ratio: int, label: str, got: dict[str, list[dict]], breakdowns: lis
                 row["jetspark_over_floor"] = per["jetspark"] / per["spark-floor"]
         elif "jetspark" in med:
             row["jetspark_over_floor"] = med["jetspark"] / med["spark-floor"]
+    if "floor-python" in med and "spark-floor" in med and "spark-window" in med:
+        # the most of the ceiling a Python stage 2 can reach: its two transfers alone
+        row["python_transfers_of_ceiling"] = med["spark-floor"] / med["floor-python"]
     if breakdowns:
         row["jetspark_stages"] = {
             k: {"wall": statistics.median(b[k][0] for b in breakdowns),
@@ -511,6 +526,13 @@ def _report(args, results: list[dict], started: dt.datetime, load_start: tuple) 
                 f"| {r['ratio']} | {r['mode']} | {_fmt(ceil, '×')} | {_fmt(sp, '×')} | {_fmt(frac, '')} "
                 f"| {_fmt(r.get('jetspark_over_floor'), '×')} |"
             )
+    bounded = [r for r in results if "python_transfers_of_ceiling" in r]
+    if bounded:
+        lines += ["", "The floor's cells through Python and back (``floor-python``, no window work): "
+                  "the most of the ceiling any Python stage 2 can reach:", ""]
+        lines += [f"- size/slide {r['ratio']}, {r['mode']}: {r['python_transfers_of_ceiling']:.2f} "
+                  f"(floor {r['median_seconds']['spark-floor']:.2f} s, floor-python "
+                  f"{r['median_seconds']['floor-python']:.2f} s)" for r in bounded]
     cold = [(r, c, sum(run["new_py_processes"] > 0 for run in v), len(v))
             for r in results for c, v in r["runs"].items() if c.startswith("jetspark")]
     if any(n for _, _, n, _ in cold):

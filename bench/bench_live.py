@@ -270,7 +270,8 @@ def jetspark_native_query(spark, bootstrap: str, topic: str, case: Case, dsn: st
 
 def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args,
                 sink: str = "jetjdbc", source: str = "jetkafka"):
-    """The pipeline of ``jetspark`` with no window work: jetkafka → its buckets (16) →
+    """The pipeline of ``jetspark`` with no window work: jetkafka → its buckets (16, or
+    ``--buckets``) →
     ``applyInPandasWithState`` with an event-time timeout (``window_aggregate``'s default
     state API; RocksDB) → jetjdbc two-phase. Each bucket reads its state (a count), writes it
     back, sets its timer one second past the watermark (as a bucket with an open window does)
@@ -310,7 +311,8 @@ def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: 
             "kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest",
             "watermark.lag": LAG, "watermark.idleTimeout": "10 seconds"})
     rows = (src.filter(~F.col("heartbeat"))  # the source marks its watermark column
-            .select(F.pmod(F.xxhash64(F.col("key").cast("string")), F.lit(DEFAULT_BUCKETS)).alias("bucket"),
+            .select(F.pmod(F.xxhash64(F.col("key").cast("string")), F.lit(args.buckets or DEFAULT_BUCKETS))
+                    .alias("bucket"),
                     "timestamp", "watermark"))  # the event-time timeout needs the watermark's column
     out = rows.groupBy("bucket").applyInPandasWithState(
         count_per_bucket, "key string, window_start timestamp, window_end timestamp, n bigint, total double",
@@ -467,7 +469,7 @@ def main() -> None:
     p.add_argument("--state-api", default=None, help="window_aggregate's state_api (default: its own choice)")
     p.add_argument("--state-store", choices=sorted(STATE_STORES), default="rocksdb",
                    help="the state store of every contender")
-    p.add_argument("--buckets", type=int, default=None, help="window_aggregate's buckets")
+    p.add_argument("--buckets", type=int, default=None, help="window_aggregate's buckets (and the floors')")
     p.add_argument("--conf", action="append", default=[], help="KEY=VALUE: a Spark setting for both")
     p.add_argument("--early-results", default=None,
                    help="PERIOD: jetspark's early_results against Spark's update output mode")

@@ -271,15 +271,14 @@ def jetspark_native_query(spark, bootstrap: str, topic: str, case: Case, dsn: st
 def floor_query(spark, bootstrap: str, topic: str, case: Case, dsn: str, table: str, ck: str, args,
                 sink: str = "jetjdbc", source: str = "jetkafka"):
     """The pipeline of ``jetspark`` with no window work: jetkafka → its buckets (16, or
-    ``--buckets``) →
-    ``applyInPandasWithState`` with an event-time timeout (``window_aggregate``'s default
-    state API; RocksDB) → jetjdbc two-phase. Each bucket reads its state (a count), writes it
-    back, sets its timer one second past the watermark (as a bucket with an open window does)
-    and emits one row (window_start = window_end = the micro-batch's processing time), so what
-    the micro-batch costs is Spark's Python state API and Python data-source machinery at this
-    many shuffle partitions. ``source="kafka"``: Spark's own Kafka source instead (the
-    watermark ``withWatermark("timestamp", LAG)``, as Spark's contender has it), so that only
-    the state API is Python."""
+    ``--buckets``) → ``applyInPandasWithState`` with an event-time timeout
+    (``window_aggregate``'s default state API; RocksDB) → jetjdbc two-phase. Each bucket
+    reads its state (a count), writes it back, sets its timer one second past the watermark
+    (as a bucket with an open window does) and emits one row (window_start = window_end = the
+    micro-batch's processing time), so what the micro-batch costs is Spark's Python state API
+    and Python data-source machinery at this many shuffle partitions. ``source="kafka"``:
+    Spark's own Kafka source instead (the watermark ``withWatermark("timestamp", LAG)``, as
+    Spark's contender has it), so that only the state API is Python."""
     import pandas as pd
     from pyspark.sql import functions as F
 

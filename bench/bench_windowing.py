@@ -20,9 +20,6 @@ ones, which import their modules before doing any work; the report counts such r
 * ``spark-floor``: what every contender must at least do, in Spark's cheapest form; the
   bench prints ``window()`` / floor as the ceiling of any speed-up over ``window()``, and
   jetspark's time over the floor's.
-* ``floor-python`` (batch only; not run by default): the floor's cells handed to a Python
-  worker and back unchanged (a ``mapInArrow`` that returns its batches): what the two
-  Arrow transfers of any Python stage 2 cost on top of the floor, with no window work.
 
   - batch: Spark's own aggregation of the same aggregates per (key, 1-minute frame) —
     read, shuffle by key, group by key and frame — with no windows at all;
@@ -30,6 +27,9 @@ ones, which import their modules before doing any work; the report counts such r
     micro-batches — a built-in tumbling ``count`` per key over 1-minute windows with the
     same watermark. Every stateful micro-batch pays at least this (compared per
     micro-batch).
+* ``floor-python`` (batch only; not run by default): the floor's cells handed to a Python
+  worker and back unchanged (a ``mapInArrow`` that returns its batches): what the two
+  Arrow transfers of any Python stage 2 cost on top of the floor, with no window work.
 * ``jetspark``: ``window_aggregate(…)``; not run by default: ``jetspark-python`` (batch,
   ``engine="python"``: stage 1 in Python, no Spark-computed cells) and ``jetspark-tws``
   (streaming on ``transformWithStateInPandas``; ``jetspark`` runs on ``applyInPandasWithState``).
@@ -470,7 +470,7 @@ def _summary(ratio: int, label: str, got: dict[str, list[dict]], breakdowns: lis
                 row["jetspark_over_floor"] = per["jetspark"] / per["spark-floor"]
         elif "jetspark" in med:
             row["jetspark_over_floor"] = med["jetspark"] / med["spark-floor"]
-    if "floor-python" in med and "spark-floor" in med and "spark-window" in med:
+    if "floor-python" in med and "spark-floor" in med:
         # the most of the ceiling a Python stage 2 can reach: its two transfers alone
         row["python_transfers_of_ceiling"] = med["spark-floor"] / med["floor-python"]
     if breakdowns:

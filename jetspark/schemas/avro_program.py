@@ -313,8 +313,32 @@ def _record(w: Mapping, r: Mapping, spark: T.StructType) -> _Node:
         if rf["name"] not in taken and "default" not in rf:
             raise AvroSchemaError(f"the reader's field {rf['name']!r} of {r.get('_full')} is not in the "
                                   "writer's schema and has no default")
-        node.fields.append((rf["name"], taken.get(rf["name"]), rf.get("default")))
+        node.fields.append((rf["name"], taken.get(rf["name"]), _default(rf["type"], rf.get("default"))))
     return node
+
+
+def _default(schema: object, default: object) -> object:
+    """A reader's default (Avro's JSON encoding) in the units its Spark column holds: a
+    ``timestamp-millis`` default is milliseconds, Spark's timestamps microseconds. A union's
+    default is of its first branch; records, arrays and maps convert their members."""
+    if default is None:
+        return None
+    if isinstance(schema, list):
+        return _default(schema[0], default) if schema else default
+    if not isinstance(schema, Mapping):
+        return default
+    base = _base(schema)
+    if base in ("record", "error") and isinstance(default, Mapping):
+        types = {f["name"]: f["type"] for f in schema.get("fields", ())}
+        return {k: _default(types[k], v) if k in types else v for k, v in default.items()}
+    if base == "array" and isinstance(default, list):
+        return [_default(schema["items"], v) for v in default]
+    if base == "map" and isinstance(default, Mapping):
+        return {k: _default(schema["values"], v) for k, v in default.items()}
+    scale = _TIME_UNITS.get(_logical(schema) or "")
+    if scale is not None and base == "long" and isinstance(default, int) and not isinstance(default, bool):
+        return default * scale
+    return default
 
 
 def _skip(w: object) -> _Node:

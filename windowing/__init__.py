@@ -16,19 +16,41 @@ holds the partial tables exchanged between them and kept in state (:mod:`.statef
 :mod:`.partitions` the stateful stage's task count when the session leaves it at Spark's default.
 """
 
-from jetspark.windowing import ops
-from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation, Field
-from jetspark.windowing.api import ENGINES, NULL_TIME_METRIC, STATE_APIS, window_aggregate
-from jetspark.windowing.definitions import (
-    SessionWindow,
-    SlidingWindow,
-    WindowDefinitionError,
-    session,
-    sliding,
-    tumbling,
-)
-from jetspark.windowing.partitions import StatefulPartitionsWarning
-from jetspark.windowing.state_store import ChangelogCheckpointingWarning
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the same names as _LAZY below, for type checkers and IDEs
+    from jetspark.windowing import ops
+    from jetspark.windowing.aggregate_operation import EVENT_TIME, AggregateError, AggregateOperation, Field
+    from jetspark.windowing.api import ENGINES, NULL_TIME_METRIC, STATE_APIS, window_aggregate
+    from jetspark.windowing.definitions import (
+        SessionWindow,
+        SlidingWindow,
+        WindowDefinitionError,
+        session,
+        sliding,
+        tumbling,
+    )
+    from jetspark.windowing.partitions import StatefulPartitionsWarning
+    from jetspark.windowing.state_store import ChangelogCheckpointingWarning
+
+_AGGREGATE = "jetspark.windowing.aggregate_operation"
+_API = "jetspark.windowing.api"
+_DEFINITIONS = "jetspark.windowing.definitions"
+#: Public name → the module it is imported from on first use. A Python worker imports the
+#: stage it runs (``jetspark.windowing.stateful``, ``.accumulate_by_frame``, ``.ops``), which
+#: imports this package first: an eager import here would give each of them the query-building
+#: API (``.api``) too.
+_LAZY = {
+    "ops": "jetspark.windowing.ops",
+    "EVENT_TIME": _AGGREGATE, "AggregateError": _AGGREGATE, "AggregateOperation": _AGGREGATE,
+    "Field": _AGGREGATE,
+    "ENGINES": _API, "NULL_TIME_METRIC": _API, "STATE_APIS": _API, "window_aggregate": _API,
+    "SessionWindow": _DEFINITIONS, "SlidingWindow": _DEFINITIONS, "WindowDefinitionError": _DEFINITIONS,
+    "session": _DEFINITIONS, "sliding": _DEFINITIONS, "tumbling": _DEFINITIONS,
+    "StatefulPartitionsWarning": "jetspark.windowing.partitions",
+    "ChangelogCheckpointingWarning": "jetspark.windowing.state_store",
+}
 
 __all__ = [
     "ENGINES",
@@ -49,3 +71,18 @@ __all__ = [
     "tumbling",
     "window_aggregate",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name of :data:`_LAZY` on first use (then it is a plain attribute)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jetspark.windowing' has no attribute {name!r}")
+    imported = _import_module(module)
+    value = imported if module == f"{__name__}.{name}" else getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -79,8 +79,10 @@ _DELAY_KEY = WATERMARK_DELAY_KEY
 #: results, the second the default with them (see :func:`chosen_state_api`).
 STATE_APIS = ("applyInPandasWithState", "transformWithStateInPandas")
 #: What a streaming window's Python workers import (stage 1; the state operator, which needs
-#: pandas), imported by workers warmed beside the build (:mod:`jetspark.warm_workers`).
-WARM_MODULES = ("pandas", "jetspark.windowing.accumulate_by_frame", "jetspark.windowing.stateful")
+#: pandas; the operations their plans pickle), imported by workers warmed beside the build
+#: (:mod:`jetspark.warm_workers`).
+WARM_MODULES = ("pandas", "jetspark.windowing.accumulate_by_frame", "jetspark.windowing.stateful",
+                "jetspark.windowing.ops")
 ENGINES = ("auto", "python", "native")  # default first
 #: Name of the observed metric counting rows with a null event time (streaming).
 NULL_TIME_METRIC = "jetspark_null_event_time"

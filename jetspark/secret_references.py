@@ -12,9 +12,13 @@ Whoever writes the options chooses the host the credential is sent to, so what a
 may read is set by whoever runs the Spark processes, in their environment:
 
 * ``JETSPARK_SECRET_DIRS`` (directories, ``:``-separated): an ``X.file`` must be a regular
-  file of at most 64 KiB whose real path (symlinks resolved) lies under one of them. Unset:
-  ``/run/secrets`` and ``/run/credentials`` (Docker and systemd secrets) without the
-  Kubernetes service-account folder ``/run/secrets/kubernetes.io``; empty: no file at all.
+  file of at most 64 KiB whose real path (symlinks resolved) lies under one of them. Unset or
+  empty: no file at all (opt-in: on Kubernetes and in clouds, the usual secret folders also
+  hold the workload's own identity tokens, which the options' hosts must not get). Under
+  them, the workload-identity token folders (``kubernetes.io``, ``eks.amazonaws.com``,
+  ``pods.eks.amazonaws.com``, ``azure``, ``tokens``, e.g.
+  ``/var/run/secrets/eks.amazonaws.com/serviceaccount/token``) stay refused unless one of
+  them, or a folder inside it, is named itself.
 * ``JETSPARK_SECRET_ENV`` (names, ``,``-separated, ``*`` as a wildcard): the variables an
   ``X.env`` may name. Unset: ``JETSPARK_SECRET_*``; empty: none.
 
@@ -42,9 +46,11 @@ ENV_SUFFIX = ".env"
 MAX_FILE_BYTES = 64 << 10
 DIRS_VARIABLE = "JETSPARK_SECRET_DIRS"
 ENV_VARIABLE = "JETSPARK_SECRET_ENV"
-DEFAULT_DIRS = ("/run/secrets", "/run/credentials")
-# Under /run/secrets by default on Kubernetes (often through /var/run): the pod's own API token.
-DEFAULT_EXCLUDED_DIRS = ("/run/secrets/kubernetes.io", "/var/run/secrets/kubernetes.io")
+SUGGESTED_DIRS = "/run/secrets:/run/credentials"
+"""Docker's and systemd's secret folders: what the refusal suggests when nothing is set."""
+IDENTITY_TOKEN_FOLDERS = ("kubernetes.io", "eks.amazonaws.com", "pods.eks.amazonaws.com", "azure", "tokens")
+"""Where Kubernetes, EKS (IRSA, Pod Identity), Azure workload identity and projected tokens put
+the workload's own identity, under a secret folder (``/var/run/secrets/<folder>``)."""
 DEFAULT_ENV_NAMES = ("JETSPARK_SECRET_*",)
 
 
@@ -136,10 +142,12 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _allowed_dirs(env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    dirs = _patterns(env, DIRS_VARIABLE, DEFAULT_DIRS, os.pathsep)
-    excluded = DEFAULT_EXCLUDED_DIRS if env.get(DIRS_VARIABLE) is None else ()
-    return (tuple(os.path.realpath(os.path.expanduser(d)) for d in dirs),
-            tuple(os.path.realpath(d) for d in excluded))
+    """The allowed folders (none unless set) and the identity-token folders refused under them."""
+    given = _patterns(env, DIRS_VARIABLE, (), os.pathsep)
+    dirs = tuple(os.path.realpath(os.path.expanduser(d)) for d in given)
+    parents = {*dirs, "/run/secrets", "/var/run/secrets"}
+    excluded = {os.path.realpath(os.path.join(p, name)) for p in parents for name in IDENTITY_TOKEN_FOLDERS}
+    return dirs, tuple(e for e in sorted(excluded) if not any(_inside(d, e) for d in dirs))
 
 
 def _read_file(ref: SecretReference, env: Mapping[str, str]) -> str:
@@ -148,9 +156,17 @@ def _read_file(ref: SecretReference, env: Mapping[str, str]) -> str:
                            f"KiB holding {ref.base}, under a directory of {DIRS_VARIABLE} ({why})")
 
     dirs, excluded = _allowed_dirs(env)
+    if not dirs:
+        raise refuse(f"{DIRS_VARIABLE} is {'empty' if env.get(DIRS_VARIABLE) is not None else 'not set'}, "
+                     f"so no file may be read: whoever runs the Spark processes sets it to the folders "
+                     f"of the credentials, e.g. {SUGGESTED_DIRS}")
     real = os.path.realpath(os.path.expanduser(ref.target))
-    if not any(_inside(real, d) for d in dirs) or any(_inside(real, d) for d in excluded):
-        raise refuse(f"it lies outside {os.pathsep.join(dirs) or 'every directory: none is set'}")
+    if not any(_inside(real, d) for d in dirs):
+        raise refuse(f"it lies outside {os.pathsep.join(dirs)}")
+    token_folder = next((e for e in excluded if _inside(real, e)), None)
+    if token_folder is not None:
+        raise refuse(f"it lies in {token_folder}, a folder of the workload's own identity tokens, refused "
+                     f"unless {DIRS_VARIABLE} names it itself")
     try:  # the resolved path, no symlink left; O_NONBLOCK: a FIFO does not block the open
         fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as e:

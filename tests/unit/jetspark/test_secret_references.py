@@ -88,16 +88,37 @@ def test_a_format_sees_the_value_and_hides_it(secrets_dir):
 
 # --- what a file reference may read ---------------------------------------------------------------
 
-def test_by_default_only_run_secrets_and_run_credentials(tmp_path, monkeypatch):
+def test_no_file_unless_the_folders_are_set(tmp_path, monkeypatch):
     monkeypatch.delenv("JETSPARK_SECRET_DIRS", raising=False)
     secret = tmp_path / "pw"
     secret.write_text(CANARY)
     text = _refused({"password.file": str(secret)})
-    assert "JETSPARK_SECRET_DIRS" in text and "/run/secrets" in text
-    # the Kubernetes service-account token is not a credential for the hosts of the options
-    assert "outside" in _refused({"password.file": "/var/run/secrets/kubernetes.io/serviceaccount/token"})
+    assert "JETSPARK_SECRET_DIRS is not set" in text and "/run/secrets" in text
+    # opt-in: not even the usual secret folders, which on Kubernetes and clouds hold the
+    # workload's own identity tokens (the hosts of the options must not get them)
+    for token in ("/var/run/secrets/eks.amazonaws.com/serviceaccount/token",
+                  "/var/run/secrets/azure/tokens/azure-identity-token",
+                  "/run/secrets/kubernetes.io/serviceaccount/token"):
+        assert "JETSPARK_SECRET_DIRS is not set" in _refused({"password.file": token})
     # set but empty: no file at all
-    assert "none is set" in _refused({"password.file": str(secret)}, environ={"JETSPARK_SECRET_DIRS": ""})
+    assert "is empty" in _refused({"password.file": str(secret)}, environ={"JETSPARK_SECRET_DIRS": ""})
+
+
+@pytest.mark.parametrize("folder", ["kubernetes.io/serviceaccount", "eks.amazonaws.com/serviceaccount",
+                                    "pods.eks.amazonaws.com/serviceaccount", "azure/tokens", "tokens"])
+def test_identity_tokens_under_an_allowed_folder_are_refused(folder, tmp_path, monkeypatch):
+    secrets = tmp_path / "run" / "secrets"  # stands for /var/run/secrets of a pod
+    (secrets / folder).mkdir(parents=True)
+    token = secrets / folder / "token"
+    token.write_text(CANARY)
+    (secrets / "pg").write_text("pg-password")
+    monkeypatch.setenv("JETSPARK_SECRET_DIRS", str(secrets))
+    assert resolve_secret_references({"password.file": str(secrets / "pg")}) == {"password": "pg-password"}
+    text = _refused({"password.file": str(token)})
+    assert "identity tokens" in text and CANARY not in text
+    # named itself, the folder is allowed: the operator chose it
+    monkeypatch.setenv("JETSPARK_SECRET_DIRS", f"{secrets}:{secrets / folder}")
+    assert resolve_secret_references({"password.file": str(token)}) == {"password": CANARY}
 
 
 def test_a_symlink_out_of_the_allowed_directories_is_refused(secrets_dir, tmp_path):

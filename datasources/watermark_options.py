@@ -82,3 +82,11 @@ class WatermarkOptions:
             opts.duration_ms(MAX_FUTURE_SKEW, None),
             opts.boolean(HEARTBEATS, asked),
         )
+
+
+def asks_for_event_time(opts: Options) -> bool:
+    """The query asks for event-time semantics: any ``watermark.*`` or ``eventTime.*`` option
+    (:func:`jetspark.datasources.read_kafka_stream` sets ``watermark.heartbeats``). Only then
+    do jetkafka's rows carry ``watermark``, ``heartbeat`` and ``late``: a plain read has exactly
+    the columns of Spark's own Kafka source."""
+    return bool(opts.with_prefix("watermark.") or opts.with_prefix("eventTime."))

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 from jetspark.datasources.kafka.event_time import EventTimeSpec, parse_on_malformed
 from jetspark.datasources.kafka.jaas import translate_jaas
+from jetspark.datasources.kafka.retries import api_timeout_ms, without_api_timeout
 from jetspark.datasources.kafka.typed_values import OPTIONS as TYPED_OPTIONS
 from jetspark.datasources.kafka.typed_values import TypedValues, subscribed_topics
 from jetspark.datasources.watermark_options import OPTIONS as WATERMARK_OPTIONS
-from jetspark.datasources.watermark_options import WatermarkOptions
+from jetspark.datasources.watermark_options import WatermarkOptions, asks_for_event_time
 from jetspark.datasources.watermarks import WatermarkPolicy
 from jetspark.errors import OptionError
 from jetspark.options import Options
@@ -93,6 +94,9 @@ class KafkaSourceOptions:
     max_ts_from: str  # "auto" | "scan"
     heartbeats: bool = False
     """``watermark.heartbeats``: a batch whose W moved without records carries it in one row."""
+    marks: bool = True
+    """Rows carry ``watermark``, ``heartbeat``, ``late``: the query asks for event time
+    (:func:`.watermark_options.asks_for_event_time`); else a plain read's columns are Spark's."""
     event_time: EventTimeSpec | None = None
     """Event time from a JSON field of the value; None: the Kafka record timestamp."""
     max_future_skew_ms: int | None = None
@@ -107,6 +111,9 @@ class KafkaSourceOptions:
     fetch_offset_retries: int = 3
     """How often the driver retries a failed offset listing (Spark's ``fetchOffset.numRetries``)."""
     fetch_offset_retry_interval_ms: int = 10
+    api_timeout_ms: int = 60_000
+    """``kafka.default.api.timeout.ms``: how long a call to Kafka is retried while the brokers answer
+    with retriable errors (:mod:`.retries`); not a librdkafka setting, so not in ``kafka``."""
     typed_values: TypedValues | None = None
     """``value.format`` avro or json-schema: how ``value`` is decoded (None: Spark's binary column)."""
     typed_keys: TypedValues | None = None
@@ -125,6 +132,8 @@ class KafkaSourceOptions:
         opts = Options(raw)
         opts.reject_unknown(KNOWN, prefixes=("kafka.",))  # first: no credential file read for a refused one
         kafka = translate_jaas(opts.with_prefix("kafka."))
+        api_timeout = api_timeout_ms(kafka)
+        kafka = without_api_timeout(kafka)
         if not kafka.get("bootstrap.servers"):
             raise OptionError("kafka.bootstrap.servers", kafka.get("bootstrap.servers"),
                               "a non-empty host:port list (this option is required)")
@@ -179,6 +188,7 @@ class KafkaSourceOptions:
             watermark=marks.policy,
             keep_late=marks.keep_late,
             heartbeats=marks.heartbeats,
+            marks=asks_for_event_time(opts),
             max_ts_from=opts.choice("watermark.maxTimestampFrom", "auto", ["auto", "scan"]),
             event_time=event_time,
             max_future_skew_ms=marks.max_future_skew_ms,
@@ -187,6 +197,7 @@ class KafkaSourceOptions:
             max_records_per_partition=opts.integer("maxRecordsPerPartition", None, minimum=1),
             fetch_offset_retries=opts.integer("fetchOffset.numRetries", 3, minimum=0) or 0,
             fetch_offset_retry_interval_ms=opts.integer("fetchOffset.retryIntervalMs", 10, minimum=0) or 0,
+            api_timeout_ms=api_timeout,
             typed_values=typed,
             typed_keys=typed_keys,
         )

@@ -36,6 +36,7 @@ from jetspark.datasources.kafka.consumers import (
 )
 from jetspark.datasources.kafka.event_time import EventTimeSpec, watermark_times
 from jetspark.datasources.kafka.native import HEADERS_TYPE, NativeConsumer
+from jetspark.datasources.kafka.retries import retriable
 from jetspark.datasources.kafka.schema import arrow_schema, heartbeat_batch, to_us
 from jetspark.datasources.kafka.typed_values import TypedValues
 from jetspark.datasources.watermarks import late_mask
@@ -62,6 +63,8 @@ class ReadSettings:
     """``eventTime.onMalformed``, also for Kafka timestamps beyond the batch's cut-off."""
     typed: tuple[TypedValues, ...] = ()
     """``key.format``, ``value.format``: how the source's tasks decode those columns (key first)."""
+    marks: bool = True
+    """Rows carry ``watermark``, ``heartbeat``, ``late`` (the query asks for event time)."""
 
     def __repr__(self) -> str:
         return redacted_repr(self)
@@ -117,6 +120,8 @@ def _read(consumer: Consumer, settings: ReadSettings, rng: RangeSpec) -> Iterato
         # consume() returns when it has n messages or after its timeout: short waits, so gaps
         # (transactions, compaction) at the end of a range cost little.
         msgs = consumer.consume(min(settings.chunk_rows, rng.end - pos), WAIT_S)
+        if msgs and any(map(Message.error, msgs)):
+            msgs = [m for m in msgs if not _passing(m.error(), rng)]
         if not waited.got(len(msgs)):
             raise JetsparkError(
                 f"no record from topic {rng.topic!r} partition {rng.partition} within "
@@ -164,7 +169,9 @@ def _read_native(consumer: NativeConsumer, settings: ReadSettings,
     while pos < rng.end:
         chunk = consumer.read(min(settings.chunk_rows, rng.end - pos), rng.end, int(WAIT_S * 1000),
                               headers=settings.include_headers)
-        if not waited.got(chunk.rows or chunk.past_end or chunk.eof_at is not None or chunk.error_code):
+        passing = bool(chunk.error_code) and _passing(chunk.error_code, rng, chunk.error)
+        if not waited.got(chunk.rows or chunk.past_end or chunk.eof_at is not None
+                          or (chunk.error_code and not passing)):
             raise JetsparkError(
                 f"no record from topic {rng.topic!r} partition {rng.partition} within "
                 f"kafkaConsumer.pollTimeoutMs={settings.poll_timeout_ms} while reading offsets "
@@ -185,10 +192,23 @@ def _read_native(consumer: NativeConsumer, settings: ReadSettings,
             low, _high = consumer.get_watermark_offsets(rng.topic, rng.partition, 30)
             pos = _resume_after_loss(settings, rng, pos, low)
             consumer.assign(rng.topic, rng.partition, pos)
+        elif passing:  # the reader dropped what it had fetched past the error: fetch it again
+            consumer.assign(rng.topic, rng.partition, pos)
         elif chunk.error_code:
             raise JetsparkError(f"reading topic {rng.topic!r} partition {rng.partition}: {chunk.error}")
         if chunk.past_end or (chunk.eof_at is not None and chunk.eof_at >= rng.end):
             return
+
+
+def _passing(error: KError | int | None, rng: RangeSpec, text: str | None = None) -> bool:
+    """Whether a consumer error is one the brokers get over (a broker restarting, a leader
+    moving: :mod:`.retries`): librdkafka reconnects and fetches again, the read waits on,
+    bounded by ``kafkaConsumer.pollTimeoutMs``. Logged."""
+    if error is None or not retriable(error):
+        return False
+    log.info("jetkafka: reading topic %r partition %d: %s; waiting for the brokers", rng.topic, rng.partition,
+             text or error)
+    return True
 
 
 def _on_data_loss(consumer: Consumer, settings: ReadSettings, rng: RangeSpec, pos: int) -> int:
@@ -279,11 +299,12 @@ def _assemble(settings: ReadSettings, rng: RangeSpec, wm_us: int | None, keys: p
     ]
     if settings.include_headers:
         arrays.append(headers)
-    heartbeat = from_numpy(late, pa.bool_()) if stub is not None else filled(False, pa.bool_(), n)
-    arrays += [filled(wm_us, TIMESTAMP_TYPE, n), heartbeat, from_numpy(late, pa.bool_())]
+    if settings.marks:
+        heartbeat = from_numpy(late, pa.bool_()) if stub is not None else filled(False, pa.bool_(), n)
+        arrays += [filled(wm_us, TIMESTAMP_TYPE, n), heartbeat, from_numpy(late, pa.bool_())]
     if settings.event_time is not None:
         arrays.append(event_col)
-    schema = arrow_schema(settings.include_headers, settings.event_time is not None)
+    schema = arrow_schema(settings.include_headers, settings.event_time is not None, settings.marks)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

@@ -1,5 +1,6 @@
-"""The rows of the jetkafka source: Spark's Kafka columns, then the column contract
-(:mod:`jetspark.columns`), then ``eventTime`` when it comes from the payload."""
+"""The rows of the jetkafka source: Spark's Kafka columns, then — when the query asks for event
+time (``marks``, :func:`jetspark.datasources.watermark_options.asks_for_event_time`) — the column
+contract (:mod:`jetspark.columns`), then ``eventTime`` when it comes from the payload."""
 
 from __future__ import annotations
 
@@ -19,28 +20,30 @@ _BASE_FIELDS = [
 
 
 @functools.cache
-def arrow_schema(include_headers: bool, event_time: bool = False) -> pa.Schema:
+def arrow_schema(include_headers: bool, event_time: bool = False, marks: bool = True) -> pa.Schema:
     fields = list(_BASE_FIELDS)
     if include_headers:
         fields.append(("headers", HEADERS_TYPE))
-    fields += WATERMARK_FIELDS
+    if marks:
+        fields += WATERMARK_FIELDS
     if event_time:
         fields.append(("eventTime", TIMESTAMP_TYPE))
     return pa.schema(fields)
 
 
-def spark_schema(include_headers: bool, event_time: bool = False) -> str:
-    """The DDL of the source's rows: Spark's Kafka columns, then watermark, heartbeat, late
-    (and ``eventTime`` when it comes from the payload, ``eventTime.field``)."""
+def spark_schema(include_headers: bool, event_time: bool = False, marks: bool = True) -> str:
+    """The DDL of the source's rows: Spark's Kafka columns, then (``marks``) watermark, heartbeat,
+    late (and ``eventTime`` when it comes from the payload, ``eventTime.field``)."""
     cols = ["key binary", "value binary", "topic string", "partition int", "offset bigint",
             "timestamp timestamp", "timestampType int"]
     if include_headers:
         cols.append("headers array<struct<key:string,value:binary>>")
     extra = ["eventTime timestamp"] if event_time else []
-    return ", ".join([*cols, WATERMARK_DDL, *extra])
+    return ", ".join([*cols, *([WATERMARK_DDL] if marks else []), *extra])
 
 
-def typed_spark_schema(include_headers: bool, typed: list, event_time: bool = False) -> T.StructType:
+def typed_spark_schema(include_headers: bool, typed: list, event_time: bool = False,
+                       marks: bool = True) -> T.StructType:
     """The source's Spark schema with the typed columns (:class:`TypedValues`, key first)
     of their reader schemas' types, ``eventTime`` when it comes from a field, and the error
     columns (``keyError``, ``valueError``) last."""
@@ -53,8 +56,9 @@ def typed_spark_schema(include_headers: bool, typed: list, event_time: bool = Fa
     if include_headers:
         header = T.StructType([T.StructField("key", T.StringType()), T.StructField("value", T.BinaryType())])
         fields.append(T.StructField("headers", T.ArrayType(header)))
-    fields += [T.StructField(WATERMARK, T.TimestampType()), T.StructField(HEARTBEAT, T.BooleanType()),
-               T.StructField(LATE, T.BooleanType())]
+    if marks:
+        fields += [T.StructField(WATERMARK, T.TimestampType()), T.StructField(HEARTBEAT, T.BooleanType()),
+                   T.StructField(LATE, T.BooleanType())]
     if event_time:
         fields.append(T.StructField("eventTime", T.TimestampType()))
     fields += [T.StructField(t.error_column, T.StringType()) for t in typed]

@@ -118,6 +118,7 @@ from jetspark.datasources.kafka.schema import (
 from jetspark.datasources.kafka.typed_values import COLUMNS as TYPED_COLUMNS
 from jetspark.datasources.kafka.typed_values import TypedValues, check_replay, subscribed_topics
 from jetspark.datasources.malformed import future_cutoff
+from jetspark.datasources.watermark_options import asks_for_event_time
 from jetspark.datasources.watermarks import Clock, Progress, WatermarkTracker, wall_clock_ms
 from jetspark.errors import JetsparkError
 from jetspark.options import Options
@@ -150,6 +151,7 @@ def _settings(options: KafkaSourceOptions) -> ReadSettings:
         fail_on_data_loss=options.fail_on_data_loss,
         poll_timeout_ms=options.poll_timeout_ms, chunk_rows=options.chunk_rows,
         event_time=options.event_time, on_malformed=options.on_malformed, typed=options.typed,
+        marks=options.marks,
     )
 
 
@@ -570,10 +572,12 @@ class KafkaDataSource(DataSource):
         typed = [TypedValues.parse(opts, subscribed_topics(opts), column) for column in TYPED_COLUMNS
                  if opts.string(f"{column}.format", "bytes") != "bytes"]  # the reader schemas decide
         typed = [t for t in typed if t is not None]
+        headers = opts.boolean("includeHeaders", False)
+        event_time = opts.string("eventTime.field") is not None
+        marks = asks_for_event_time(opts)
         if typed:
-            return typed_spark_schema(opts.boolean("includeHeaders", False), typed,
-                                      opts.string("eventTime.field") is not None)
-        return spark_schema(opts.boolean("includeHeaders", False), opts.string("eventTime.field") is not None)
+            return typed_spark_schema(headers, typed, event_time, marks)
+        return spark_schema(headers, event_time, marks)
 
     def streamReader(self, schema) -> DataSourceStreamReader:
         return KafkaStreamReader(_planned(KafkaSourceOptions.parse(self.options, streaming=True), schema))

@@ -382,3 +382,24 @@ def test_sink_with_partition_column(sk, kafka_bootstrap, kafka_topic):
             for fmt, topic in topics.items()}
     assert sum(back["kafka"].values()) == 120
     assert back["jetkafka"] == back["kafka"]
+
+
+# -- schema -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("headers", [False, True], ids=["plain", "includeHeaders"])
+def test_plain_read_schema_is_sparks(sk, kafka_bootstrap, kafka_topic, tmp_path, headers):
+    """A read that asks for no event time has exactly Spark's columns, names and types, batch
+    and stream (a job writing the raw frame into a schema-enforced table gains none); any
+    ``watermark.*`` or ``eventTime.*`` option brings ``watermark``, ``heartbeat`` and ``late``."""
+    topic = kafka_topic(1)
+    records = numbered(0, 3, 10)
+    produce(kafka_bootstrap, topic, records)
+    options = _options(kafka_bootstrap, subscribe=topic, startingOffsets="earliest",
+                       includeHeaders=str(headers).lower())
+    spark_side = sk.read.format("kafka").options(**options).load().schema
+    assert sk.read.format("jetkafka").options(**options).load().schema == spark_side
+    assert sk.readStream.format("jetkafka").options(**options).load().schema == spark_side
+    assert sk.readStream.format("kafka").options(**options).load().schema == spark_side
+    assert len(read_batch(sk, "jetkafka", options)) == len(records)  # the rows follow the schema
+    asked = sk.readStream.format("jetkafka").options(**options, **{"watermark.lag": "1 second"}).load()
+    assert asked.columns == [*spark_side.fieldNames(), "watermark", "heartbeat", "late"]

@@ -5,7 +5,15 @@ A folder is never reached through a symlink: ``walLocation`` may lie under a fol
 write to (``/tmp``), where another user can plant a link named like one of ours; following it,
 the driver (root perhaps) would make the link's target 0700 or write there. So each folder is
 created and opened relative to its parent's descriptor, without following a link, and checked
-to be a directory of ours before ``fchmod``."""
+to be a directory of ours before ``fchmod``.
+
+Later reads, writes and deletes go by path, so the path must stay ours after the check: every
+folder a name on the way is looked up in must be one no other user can change — owned by us or
+root and not writable by group or others, or, like ``/tmp``, sticky, where others cannot rename
+or delete the entry on our way (which must then be ours or root's). Otherwise the owner of a
+parent (or anyone, in a folder writable by all) could rename our 0700 folder and put a link to
+one of theirs in its place: message bodies would be written where they choose, and WAL files
+they planted read as ours."""
 
 from __future__ import annotations
 
@@ -43,7 +51,7 @@ def make_private_dir(fs: pafs.FileSystem, path: str) -> None:
     while not os.path.lexists(folder) and os.path.dirname(folder) != folder:
         missing.append(os.path.basename(folder))
         folder = os.path.dirname(folder)
-    _check_parents(folder, target)
+    _check_parents(folder, target, bool(missing))
     if not missing:
         os.close(_own(None, folder, folder, target))
         return
@@ -65,19 +73,72 @@ def make_private_dir(fs: pafs.FileSystem, path: str) -> None:
         os.close(fd)
 
 
-def _check_parents(existing: str, target: str) -> None:
-    """Refuse a symlink among ``existing`` and its parents owned by neither us nor root."""
-    folder = existing
-    while True:
-        st = os.lstat(folder)
-        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, os.getuid()):
-            raise UnsafeFolderError(f"the private folder {mask_userinfo(target)} would be reached through "
-                                    f"{mask_userinfo(folder)}, a symlink of uid {st.st_uid}; give a path "
-                                    "without it")
-        parent = os.path.dirname(folder)
-        if parent == folder:
+def _check_parents(existing: str, target: str, creates: bool) -> None:
+    """Refuse a path to ``target`` that another user can change after the check (module doc):
+    a folder on the way to ``existing`` (or ``existing`` itself, when ``creates`` folders in it)
+    owned by another user, or writable by others without the sticky bit; in a sticky folder
+    writable by others, an entry on the way that is not ours (nor root's); a symlink on the
+    way owned by another user. A symlink's own target is checked the same way."""
+    _check_lookups(existing, target)
+    if creates:
+        _check_folder(existing, None, target)
+
+
+_WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
+
+
+def _trusted(uid: int) -> bool:
+    return uid in (0, os.getuid())
+
+
+def _check_lookups(path: str, target: str) -> None:
+    folder = "/"
+    for name in [n for n in path.split("/") if n]:
+        entry = os.path.join(folder, name)
+        _check_folder(folder, entry, target)
+        try:
+            st = os.lstat(entry)
+        except OSError:
+            return  # gone meanwhile: the opens that follow report it
+        if stat.S_ISLNK(st.st_mode):
+            if not _trusted(st.st_uid):
+                raise UnsafeFolderError(f"the private folder {mask_userinfo(target)} would be reached "
+                                        f"through {mask_userinfo(entry)}, a symlink of uid {st.st_uid}; give "
+                                        "a path without it")
+            real = os.path.realpath(entry)
+            if os.path.lexists(real):  # a dangling link: the opens that follow report it
+                _check_lookups(real, target)
+        folder = entry
+
+
+def _check_folder(folder: str, entry: str | None, target: str) -> None:
+    """``folder`` (links followed: its own path is checked by the caller) cannot be changed by
+    another user, nor, if given, its ``entry``."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return  # not a folder we can look in: the opens that follow report it
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    why = (f"another user could rename the private folder {mask_userinfo(target)} (or a folder on its way) "
+           "and put a link to a folder of theirs in its place; choose a walLocation whose parents only "
+           "this user or root can change")
+    if not _trusted(st.st_uid):
+        raise UnsafeFolderError(f"{mask_userinfo(folder)} is owned by uid {st.st_uid}, not by this process "
+                                f"(uid {os.getuid()}) nor root: {why}")
+    if not st.st_mode & _WRITABLE_BY_OTHERS:
+        return
+    if not st.st_mode & stat.S_ISVTX:
+        raise UnsafeFolderError(f"{mask_userinfo(folder)} is writable by other users (mode "
+                                f"{oct(stat.S_IMODE(st.st_mode))}) without the sticky bit: {why}")
+    if entry is not None:
+        try:
+            owner = os.lstat(entry).st_uid
+        except OSError:
             return
-        folder = parent
+        if not _trusted(owner):
+            raise UnsafeFolderError(f"{mask_userinfo(entry)} is owned by uid {owner}, in "
+                                    f"{mask_userinfo(folder)} which others can write to: {why}")
 
 
 def _own(dir_fd: int | None, name: str, path: str, target: str) -> int:

@@ -9,9 +9,9 @@ input with :mod:`jetspark.examples` (as a reader runs them), and read their endp
 - ``os.environ["JETSPARK_KAFKA_BOOTSTRAP"]`` (and ``_PG_DSN``, ``_AMQP_URL``) become this
   session's endpoints, written as literals (the same code then runs over Spark Connect, in a
   client process of its own);
-- ``/tmp/checkpoints/`` becomes a fresh temporary directory, the ``public.`` schema a fresh
-  PostgreSQL schema, and the quoted names of topics and queues (``"positions"``,
-  ``"speeding"``, ``"orders"``) unique ones, created empty (topics: 2 partitions for
+- ``/tmp/checkpoints/`` and ``os.path.expanduser("~/…")`` become a fresh temporary directory,
+  the ``public.`` schema a fresh PostgreSQL schema, and the quoted names of topics and queues
+  (``"positions"``, ``"speeding"``, ``"orders"``) unique ones, created empty (topics: 2 partitions for
   ``positions`` and 1 for ``speeding``, without time retention; the queue durable).
 
 Output: when the page has an ``<!-- expected output -->`` block after the example, what the
@@ -37,6 +37,7 @@ ENV_KAFKA = 'os.environ["JETSPARK_KAFKA_BOOTSTRAP"]'
 ENV_PG = 'os.environ["JETSPARK_PG_DSN"]'
 ENV_AMQP = 'os.environ["JETSPARK_AMQP_URL"]'
 DOC_CHECKPOINTS = "/tmp/checkpoints/"
+DOC_HOME = 'os.path.expanduser("~/'
 DOC_SCHEMA = "public."
 _HOST_PORT = re.compile(r"(?:localhost|\d+\.\d+\.\d+\.\d+):\d+")
 
@@ -95,6 +96,7 @@ def prepared_code(example: readme.Example, ctx: Context, pg_dsn: str, pg_schema:
         ENV_PG: repr(pg_dsn),
         ENV_AMQP: repr(ctx.amqp_url),
         DOC_CHECKPOINTS: f"{tmp_path}/",
+        DOC_HOME: f'("{tmp_path}/home/',
         DOC_SCHEMA: f"{pg_schema}.",
     }
     code = _substituted(example.code, replacements)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -11,7 +13,7 @@ import pytest
 
 from jetspark.datasources.rabbitmq.dedup import DedupStore
 from jetspark.datasources.rabbitmq.lease import Lease
-from jetspark.datasources.rabbitmq.wal import WAL_SCHEMA, WalRange, WriteAheadLog
+from jetspark.datasources.rabbitmq.wal import WAL_SCHEMA, WalRange, WriteAheadLog, table_to_ipc
 from jetspark.errors import JetsparkError
 from jetspark.private_files import UnsafeFolderError, make_private_dir, open_private
 
@@ -116,3 +118,111 @@ def test_a_private_file_is_never_written_through_a_link(tmp_path):
     with pytest.raises(OSError):
         open_private(str(shared / "x.tmp"))
     assert victim.read_text() == "root:x:0:0\n"
+
+
+# --- a path another user can change after the check is refused ----------------------------------
+
+ATTACKER = 65534  # nobody: an unprivileged user of the same host
+
+
+def _as_attacker(action) -> bool:
+    """Run ``action`` in a child process as uid/gid ``ATTACKER``; did it succeed?"""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(ATTACKER)
+            os.setuid(ATTACKER)
+            action()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.fixture
+def host():
+    """A folder every user can enter (pytest's own are 0700), with an attacker's folder in it,
+    a world-writable sticky one (like /tmp) and a world-writable one without the sticky bit."""
+    assert os.getuid() == 0, "these tests give folders to another uid and act as it: run as root"
+    base = tempfile.mkdtemp(prefix="jetspark-shared-host-")
+    os.chmod(base, 0o755)
+    theirs = os.path.join(base, "theirs")
+    os.mkdir(theirs)
+    os.chown(theirs, ATTACKER, ATTACKER)
+    for name, mode in (("sticky", 0o1777), ("open", 0o777)):
+        os.mkdir(os.path.join(base, name))
+        os.chmod(os.path.join(base, name), mode)
+    yield base
+    shutil.rmtree(base)
+
+
+def _rows() -> pa.Table:
+    return pa.Table.from_pylist([{"message_id": "m1", "body": b"card 4111", "redelivered": False}],
+                                schema=WAL_SCHEMA)
+
+
+def _swap(folder: str, planted: str) -> None:
+    """The attacker's move: our folder renamed away, a link to theirs in its place."""
+    os.rename(folder, folder + ".old")
+    os.symlink(planted, folder)
+
+
+@pytest.mark.parametrize("parent", ["theirs", "open", "sticky/theirs"])
+def test_the_wal_cannot_be_swapped_under_a_parent_another_user_can_change(parent, host):
+    if parent == "sticky/theirs":  # /tmp/<their folder>/orders-wal
+        os.mkdir(os.path.join(host, parent))
+        os.chown(os.path.join(host, parent), ATTACKER, ATTACKER)
+    root = os.path.join(host, parent, "orders-wal")
+    planted = os.path.join(host, "theirs", "planted")
+    forged = WalRange(0, 1, 1)
+    wal = WriteAheadLog(root)
+    try:
+        wal.write(WalRange(1, 2, 1), _rows())
+    except UnsafeFolderError as e:
+        assert "owned by uid 65534" in str(e) or "without the sticky bit" in str(e)
+        assert not os.path.exists(os.path.join(root, "wal"))
+        return
+
+    def plant() -> None:  # a folder of theirs holding a WAL range they forged
+        os.makedirs(os.path.join(planted, "wal"))
+        with open(os.path.join(planted, "wal", forged.file_name), "wb") as f:
+            f.write(table_to_ipc(pa.Table.from_pylist(
+                [{"message_id": "forged", "body": b"x", "redelivered": False}], schema=WAL_SCHEMA)))
+        _swap(root, planted)
+
+    assert _as_attacker(plant), "the attacker could not swap the folder"
+    wal.write(WalRange(2, 3, 1), _rows())
+    assert os.listdir(os.path.join(planted, "wal")) == [forged.file_name], "a body written to their folder"
+    assert forged not in wal.ranges(), "a forged WAL range was read as ours"
+
+
+@pytest.mark.parametrize("store", ["lease", "dedup"])
+def test_the_lease_and_dedup_refuse_a_parent_of_another_user(store, host):
+    root = os.path.join(host, "theirs", "orders-wal")
+    with pytest.raises(UnsafeFolderError, match="owned by uid 65534"):
+        if store == "lease":
+            Lease(root, 60_000).acquire()
+        else:
+            DedupStore(root, retention_ms=60_000)
+    assert not os.path.exists(root)
+
+
+def test_a_folder_of_ours_in_a_sticky_shared_folder_is_kept_and_cannot_be_swapped(host):
+    root = os.path.join(host, "sticky", "orders-wal")
+    wal = WriteAheadLog(root)
+    wal.write(WalRange(0, 1, 1), _rows())
+    assert not _as_attacker(lambda: _swap(root, os.path.join(host, "theirs"))), \
+        "the sticky bit should keep another user from renaming our folder"
+    wal.write(WalRange(1, 2, 1), _rows())
+    assert wal.ranges() == [WalRange(0, 1, 1), WalRange(1, 2, 1)]
+    assert _mode(root) == 0o700 and os.stat(root).st_uid == os.getuid()
+
+
+def test_a_link_of_ours_to_a_folder_another_user_can_change_is_refused(host):
+    link = os.path.join(host, "sticky", "to-theirs")
+    os.symlink(os.path.join(host, "theirs"), link)
+    with pytest.raises(UnsafeFolderError, match="owned by uid 65534"):
+        make_private_dir(pafs.LocalFileSystem(), os.path.join(link, "orders-wal"))

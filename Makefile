@@ -22,13 +22,26 @@ test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# Long runs, not part of `make test`: tests marked soak (production scale, and variants kept
-# out of the suite's time budget, in tests/soak and tests/integration), and the
-# two-driver tests repeated (SOAK_REPEAT times; make test runs each once).
+# Every soak case (make test runs one slice of them a commit, tests/soak_slices.py): the crash
+# points, repeated, and the production-scale runs (soak_only), in tests/soak and
+# tests/integration; then the two-driver tests repeated (SOAK_REPEAT times). Every run goes on
+# after a failure; the dated report, reports/soak-YYYY-MM-DD.md (scripts/soak_report.py), lists
+# each case's outcome and duration, the commit and the load average, and the target fails
+# when any run failed.
 SOAK_REPEAT ?= 5
+SOAK_DAY := $(shell date -u +%F)
+SOAK_XML := reports/soak-$(SOAK_DAY)
 soak: bootstrap
-	$(BIN)/pytest -m soak tests/soak tests/integration $(PYTEST_ARGS)
-	for i in $$(seq $(SOAK_REPEAT)); do $(BIN)/pytest -q -m 'soak or not soak' tests/integration/test_two_drivers.py $(PYTEST_ARGS) || exit 1; done
+	mkdir -p $(SOAK_XML)
+	rc=0; \
+	$(BIN)/pytest -m soak tests/soak tests/integration --junitxml=$(SOAK_XML)/soak.xml $(PYTEST_ARGS) || rc=1; \
+	for i in $$(seq $(SOAK_REPEAT)); do \
+	  $(BIN)/pytest -q -m 'soak or not soak' tests/integration/test_two_drivers.py \
+	    --junitxml=$(SOAK_XML)/two-drivers-$$i.xml $(PYTEST_ARGS) || rc=1; \
+	done; \
+	$(BIN)/python scripts/soak_report.py reports/soak-$(SOAK_DAY).md $(SOAK_XML)/soak.xml \
+	  $$(for i in $$(seq $(SOAK_REPEAT)); do echo $(SOAK_XML)/two-drivers-$$i.xml; done); \
+	exit $$rc
 
 demo: bootstrap-demo
 	$(BIN)/jetspark demo $(DEMO_ARGS)

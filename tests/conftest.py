@@ -16,6 +16,11 @@ import pytest
 from hypothesis import settings
 
 from jetspark.devtools.services import Endpoints, Services, acquire
+from tests.soak_slices import (  # noqa: F401  (pytest's hooks: one slice of the soak cases a run)
+    pytest_collection_modifyitems,
+    pytest_report_header,
+    pytest_terminal_summary,
+)
 
 # No per-example deadline: on 2 busy cores one example can wait out a JVM's pause, and a
 # deadline would turn that into a failure that says nothing about the code.
@@ -67,7 +72,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Runs that start Spark map a class-data archive into their driver JVMs (tests/jvm_startup.py)."""
+    """Runs that start Spark map a class-data archive into their driver JVMs (tests/jvm_startup.py).
+
+    Only a run that executes integration tests writes it: ``--collect-only`` starts no JVM.
+    """
+    if session.config.option.collectonly:
+        return
     if any(item.get_closest_marker("integration") for item in session.items):
         from tests import jvm_startup
 

@@ -49,6 +49,7 @@ def _executor_logs(since: float) -> str:
 
 
 @pytest.mark.soak  # the suite's time budget; the cluster path: test_spark_cluster.py in make test
+@pytest.mark.soak_only  # a cluster and two demo runs, longer than a slice's budget: make soak only
 @pytest.mark.timeout(1800)  # a cluster start, a local run (300 s) and a submitted one (600 s)
 def test_demo_submitted_to_a_cluster_equals_the_local_run(spark_master, kafka_bootstrap, pg_dsn, pg_schema,
                                                           tmp_path):

@@ -1,6 +1,7 @@
-"""Soak (``make soak``, not in ``make test``): the queue source's crash test with 10 million
-committed IDs in the dedup store — the driver is killed before its acks and restarts on a
-store of that size; every message arrives once, and an ID already in the store is dropped."""
+"""Soak at production scale (``make soak`` only, in no slice of ``make test``): the queue
+source's crash test with 10 million committed IDs in the dedup store — the driver is killed
+before its acks and restarts on a store of that size; every message arrives once, and an ID
+already in the store is dropped."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from jetspark.datasources.rabbitmq.dedup import DedupStore
 from tests.faults_harness import run_script
 from tests.integration.scripts.rabbitmq_common import pg_received, publish, wait_counts
 
-pytestmark = [pytest.mark.integration, pytest.mark.soak]
+pytestmark = [pytest.mark.integration, pytest.mark.soak, pytest.mark.soak_only]
 
 SCRIPT = Path(__file__).resolve().parents[1] / "integration" / "scripts" / "rabbitmq_query.py"
 STORED = 10_000_000

@@ -16,12 +16,12 @@ from confluent_kafka.admin import OffsetSpec as KOffsetSpec
 
 from jetspark.datasources.kafka.offsets import TopicPartition
 from jetspark.datasources.kafka.options import KafkaSourceOptions
-from jetspark.datasources.kafka.refusals import Refusals, until_answered
+from jetspark.datasources.kafka.refusals import Refusals
+from jetspark.datasources.kafka.retries import API_TIMEOUT, retriable, until_answered
 from jetspark.errors import JetsparkError, OptionError
 from jetspark.redaction import redact_dsn, scrub_fragments, secret_values, shown_value
 
 T = TypeVar("T")
-_TIMEOUT_S = 30.0
 _CHECK_PATIENCE_S = 5.0
 # librdkafka consumer-only settings an admin client would only warn about.
 _CONSUMER_ONLY = ("group.", "isolation.level", "fetch.", "queued.", "max.partition.", "session.",
@@ -107,8 +107,13 @@ class KafkaBroker:
             self._admin = make_admin(self.options.kafka, self._refusals)
         return self._admin
 
-    def _answered(self, call: Callable[[float], T], timeout_s: float = _TIMEOUT_S) -> T:
-        return until_answered(call, self.admin, self._refusals, timeout_s, self._scrub)
+    @property
+    def _timeout_s(self) -> float:
+        """The deadline of each call (option ``kafka.default.api.timeout.ms``, :mod:`.retries`)."""
+        return self.options.api_timeout_ms / 1000
+
+    def _answered(self, call: Callable[[float], T]) -> T:
+        return until_answered(call, self.admin, self._refusals, self._timeout_s, self._scrub)
 
     def topic_partitions(self) -> list[TopicPartition]:
         """The topic-partitions the subscription covers right now (sorted)."""
@@ -116,10 +121,11 @@ class KafkaBroker:
         if sub.kind == "assign":
             return sorted(sub.assigned)
         try:
-            meta = self._answered(lambda t: self.admin.list_topics(timeout=t))
+            meta = self._answered(self._list_topics)
         except KafkaException as e:
-            raise KafkaError(f"cannot list Kafka topics at {self._servers()} (waited up to "
-                             f"{_TIMEOUT_S:.0f} s): {self._scrub(e)}") from None
+            raise KafkaError(f"cannot list Kafka topics at {self._servers()} (retried up to "
+                             f"{self._timeout_s:g} s, option kafka.{API_TIMEOUT}): {self._scrub(e)}"
+                             ) from None
         if sub.kind == "subscribe":
             names = [t for t in sub.topics if t in meta.topics]
         else:
@@ -135,6 +141,17 @@ class KafkaBroker:
             out.extend((name, p) for p in topic.partitions)
         return sorted(out)
 
+    def _list_topics(self, timeout_s: float):
+        """The cluster's metadata; a subscribed topic whose leader is moving is asked again."""
+        meta = self.admin.list_topics(timeout=timeout_s)
+        sub = self.options.subscription
+        rx = re.compile(sub.pattern or "")
+        for name, topic in meta.topics.items():
+            wanted = name in sub.topics if sub.kind == "subscribe" else bool(sub.pattern and rx.search(name))
+            if wanted and topic.error is not None and retriable(topic.error):
+                raise KafkaException(topic.error)
+        return meta
+
     def _list(self, specs: Mapping[TopicPartition, KOffsetSpec]) -> dict[TopicPartition, tuple[int, int]]:
         if not specs:
             return {}
@@ -149,8 +166,8 @@ class KafkaBroker:
                 if attempt == retries:
                     raise KafkaError(
                         f"cannot list offsets of {sorted(specs)} at {self._servers()} ({attempt + 1} "
-                        f"attempts of up to {_TIMEOUT_S:.0f} s; options fetchOffset.numRetries, "
-                        f"fetchOffset.retryIntervalMs): {self._scrub(e)}") from None
+                        f"attempts, each retried up to {self._timeout_s:g} s; options kafka.{API_TIMEOUT}, "
+                        f"fetchOffset.numRetries, fetchOffset.retryIntervalMs): {self._scrub(e)}") from None
                 time.sleep(self.options.fetch_offset_retry_interval_ms / 1000)
         raise AssertionError("unreachable")
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jetspark.datasources.kafka.jaas import translate_jaas
+from jetspark.datasources.kafka.retries import API_TIMEOUT_MS, api_timeout_ms, without_api_timeout
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
 from jetspark.redaction import scrub_fragments, secret_values
@@ -69,6 +70,13 @@ class KafkaSinkOptions:
     marker_topic: str | None
     on_rejected: OnRejected
     dead_letter_topic: str
+    api_timeout_ms: int = API_TIMEOUT_MS
+    """``kafka.default.api.timeout.ms``: how long a call to Kafka is retried while the brokers
+    answer with retriable errors (jetspark's setting, not given to the producer)."""
+
+    @property
+    def api_timeout_s(self) -> float:
+        return self.api_timeout_ms / 1000
 
     @property
     def transactional(self) -> bool:
@@ -99,6 +107,8 @@ class KafkaSinkOptions:
         guarantee, commit = parse_guarantee(opts, COMMITS)  # first: it names the old option 'mode'
         opts.reject_unknown(KNOWN, prefixes=("kafka.",))
         producer = translate_jaas(opts.with_prefix("kafka."))
+        api_timeout = api_timeout_ms(producer)
+        producer = without_api_timeout(producer)
         if not producer.get("bootstrap.servers"):
             raise OptionError("kafka.bootstrap.servers", producer.get("bootstrap.servers"),
                               "host:port[,host:port…] of the Kafka brokers (required)")
@@ -143,4 +153,5 @@ class KafkaSinkOptions:
             marker_topic=marker_topic,
             on_rejected=parse_on_rejected(opts),
             dead_letter_topic=dead_letter_topic,
+            api_timeout_ms=api_timeout,
         )

@@ -2,7 +2,8 @@
 
 A record is *rejected* when Kafka refuses it for its own sake: its topic is null (and option
 ``topic`` is not set) or not a valid topic name, its partition does not exist, or it is
-larger than the producer's ``message.max.bytes``. Topic names are checked by Kafka's rule and
+larger than the producer's ``message.max.bytes`` or its topic's ``max.message.bytes``
+(read once per task, :mod:`.limits`). Topic names are checked by Kafka's rule and
 partitions against the topic's metadata (asked once per task and topic, only when the rows
 name partitions) before the producer sees the record: librdkafka would otherwise fail such a
 record later, in its delivery report, which aborts the task's transaction and fails every
@@ -13,12 +14,12 @@ task's producer, with its key, value and headers and ``jetspark.rejected.*`` hea
 where it was meant to go and why it was refused — in the task's transaction with
 ``commit=task``, so a dead letter is written once, with its partition's records.
 
-A dead letter always fits under the producer's ``message.max.bytes`` (else it would be
-refused too, and every replay of the batch would fail the same way): jetspark's headers come
-first; the record's own ``jetspark.rejected.*`` headers are removed; the topic and the reason
-are cut to at most :data:`MAX_TOPIC_BYTES` / :data:`MAX_REASON_BYTES` bytes (less under a small
-``message.max.bytes``), ending with a
-``…[cut: N bytes]`` marker; then, while the letter is too large (and always for a record
+A dead letter always fits under the producer's ``message.max.bytes`` and the dead-letter
+topic's ``max.message.bytes`` (else it would be refused too, and every replay of the batch
+would fail the same way): jetspark's headers come first; the record's own
+``jetspark.rejected.*`` headers are removed; the topic and the reason are cut to at most
+:data:`MAX_TOPIC_BYTES` / :data:`MAX_REASON_BYTES` bytes (less under a small limit), ending
+with a ``…[cut: N bytes]`` marker; then, while the letter is too large (and always for a record
 refused as too large), the largest of its value, headers and key is dropped, its size in
 ``jetspark.rejected.valueBytes`` / ``headersBytes`` / ``keyBytes``. ``jetspark.rejected.cut``
 lists what was cut or removed: ``value``, ``headers``, ``key``, ``topic``, ``reason``,
@@ -32,7 +33,9 @@ import time
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
 
+from jetspark.datasources.kafka.retries import until_answered
 from jetspark.sinks.guarantees import FAIL
+from jetspark.sinks.kafka.limits import TopicLimits
 from jetspark.sinks.kafka.options import KafkaSinkOptions
 from jetspark.sinks.kafka.rows import KafkaColumns, Rejection, produce_batch, produce_record
 from jetspark.sinks.transactional import PartitionKey, SinkError
@@ -48,20 +51,28 @@ class RejectingProducer:
     ``onRejected`` says. ``rows`` and ``rejected`` count what was produced and set aside."""
 
     def __init__(self, options: KafkaSinkOptions, columns: KafkaColumns, key: PartitionKey,
-                 producer: Producer) -> None:
+                 producer: Producer, limits: TopicLimits | None = None) -> None:
         self.options, self.columns, self.key, self.producer = options, columns, key, producer
+        self.limits = limits
         self.rows = 0
         self.rejected = 0
         self._partitions: dict[str, int | None] = {}
         self._dead_letter_topic_found = False
-        limit = options.producer_config().get("message.max.bytes", MESSAGE_MAX_BYTES)
-        self._letter_budget = max(0, int(limit) - RECORD_OVERHEAD)
+        self._producer_limit = int(options.producer_config().get("message.max.bytes", MESSAGE_MAX_BYTES))
+
+    @property
+    def _letter_budget(self) -> int:
+        """The bytes a dead letter may take: under the producer's and the topic's limits."""
+        topic_limit = self.limits(self.options.dead_letter_topic) if self.limits is not None else None
+        limit = self._producer_limit if topic_limit is None else min(self._producer_limit, topic_limit)
+        return max(0, limit - RECORD_OVERHEAD)
 
     def write(self, batch: pa.RecordBatch) -> int:
         """Produce ``batch``; the number of its records handed to the producer."""
         seen = self.rows + self.rejected
         rows = produce_batch(self.producer.produce, self.producer.poll, batch, self.columns,
-                             self.options.topic, lambda *a: self._reject(seen, *a), self.partitions)
+                             self.options.topic, lambda *a: self._reject(seen, *a), self.partitions,
+                             self.limits)
         self.rows += rows
         return rows
 
@@ -74,7 +85,8 @@ class RejectingProducer:
 
     def _ask(self, topic: str) -> int | None:
         try:
-            metadata = self.producer.list_topics(topic=topic, timeout=METADATA_TIMEOUT_S)
+            metadata = until_answered(lambda t: self.producer.list_topics(topic=topic, timeout=t), None, None,
+                                      METADATA_TIMEOUT_S, self.options.scrub)
         except KafkaException:
             return None  # the producer meets the same trouble and reports it
         found = metadata.topics.get(topic)
@@ -89,9 +101,9 @@ class RejectingProducer:
             raise SinkError(f"jetkafka: Kafka refuses {where}: {scrub(reason)}. With onRejected=fail the "
                             f"query stops here; onRejected=dead-letter (the default) writes such records to "
                             f"the dead-letter topic {topic} and goes on")
+        self._find_dead_letter_topic()
         value, key, letter_headers = dead_letter(rejection, reason, self.key, value, key, headers,
                                                  self._letter_budget)
-        self._find_dead_letter_topic()
         unfit = produce_record(self.producer.produce, self.producer.poll, topic, value, key, None,
                                letter_headers)
         if unfit is not None:

@@ -25,8 +25,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from jetspark import faults
 from jetspark.datasources.kafka.broker import rejected_setting_error
-from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered, until_answered
+from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered
+from jetspark.datasources.kafka.retries import retriable, until_answered
 from jetspark.datasources.kafka.scopes import consumer_settings
+from jetspark.sinks.kafka.limits import BATCH_SIZE, TopicLimits
 from jetspark.sinks.kafka.options import KafkaSinkOptions
 from jetspark.sinks.kafka.rejected import RejectingProducer
 from jetspark.sinks.kafka.rows import KafkaColumns
@@ -53,9 +55,16 @@ class DeliveryErrors:
             self.errors.append(str(err))
 
 
-def make_producer(options: KafkaSinkOptions, extra: dict[str, object], errors: DeliveryErrors) -> Producer:
+def make_producer(options: KafkaSinkOptions, extra: dict[str, object], errors: DeliveryErrors,
+                  limits: TopicLimits | None = None) -> Producer:
+    """The task's producer; with ``limits``, its ``batch.size`` under the topics' size limits."""
     config: dict[str, object] = {**PRODUCER_DEFAULTS, **options.producer_config(), **extra,
                                  "on_delivery": errors, "delivery.report.only.error": True}
+    if limits is not None:
+        try:
+            config[BATCH_SIZE] = str(limits.batch_size(int(str(config[BATCH_SIZE]))))
+        except ValueError:
+            pass  # not a number: librdkafka's error names it below
     try:
         return Producer(config)
     except KafkaException as e:
@@ -83,6 +92,7 @@ class KafkaResource(TransactionalResource):
         self._consumer: Consumer | None = None
         self._key: PartitionKey | None = None
         self._records: RejectingProducer | None = None
+        self._limits: TopicLimits | None = None
         self._in_transaction = False
 
     @property
@@ -97,15 +107,16 @@ class KafkaResource(TransactionalResource):
 
     def recover(self, key: PartitionKey) -> bool:
         tid = self.options.transactional_id(key.sink_id, key.partition_id)
+        self._limits = TopicLimits(self.options, (self.options.topic, self.options.dead_letter_topic))
         self._producer = make_producer(self.options, {"transactional.id": tid, "error_cb": self._refusals},
-                                       self._errors)
+                                       self._errors, self._limits)
         self._consumer = Consumer({
             "bootstrap.servers": self.options.bootstrap, **consumer_settings(self.options.producer_config()),
             "group.id": tid, "enable.auto.commit": "false", "isolation.level": "read_committed",
         })
         try:  # fences older attempts, ends their transaction
             until_answered(self._require_producer().init_transactions, self._producer, self._refusals,
-                           TIMEOUT_S, self.options.scrub)
+                           self.options.api_timeout_s, self.options.scrub)
         except KafkaException as e:
             raise SinkError(f"Kafka init_transactions failed ({self.options.bootstrap}): "
                             f"{self.options.scrub(str(e))}") from None
@@ -117,7 +128,8 @@ class KafkaResource(TransactionalResource):
 
     def begin(self, key: PartitionKey) -> None:
         self._key = key
-        self._records = RejectingProducer(self.options, self.columns, key, self._require_producer())
+        self._records = RejectingProducer(self.options, self.columns, key, self._require_producer(),
+                                          self._limits)
         self._call("begin_transaction")
         self._in_transaction = True
 
@@ -131,14 +143,14 @@ class KafkaResource(TransactionalResource):
         assert key is not None and self._consumer is not None
         self._flush()
         self._call("send_offsets_to_transaction", [self._marker_partition(key.batch_id + 1)],
-                   self._consumer.consumer_group_metadata(), TIMEOUT_S)
+                   self._consumer.consumer_group_metadata(), timed=True)
         return self.options.transactional_id(key.sink_id, key.partition_id)
 
     def commit(self, handle: str) -> None:
         if not self._in_transaction:
             raise SinkError(f"Kafka transaction {handle!r} cannot be committed from another process "
                             f"(KIP-939)")
-        self._call("commit_transaction", TIMEOUT_S)
+        self._call("commit_transaction", timed=True)
         self._in_transaction = False
 
     def rollback(self, handle: str | None = None) -> None:
@@ -176,17 +188,33 @@ class KafkaResource(TransactionalResource):
             raise SinkError(f"{len(self._errors.errors)} records failed delivery to Kafka, first: "
                             f"{self.options.scrub(self._errors.errors[0])}")
 
-    def _call(self, method: str, *args: object) -> None:
+    def _call(self, method: str, *args: object, timed: bool = False) -> None:
+        """A transactional call; ``timed`` ones take a timeout and are made again while they fail
+        with a retriable error (librdkafka's rule for them), within ``kafka.default.api.timeout.ms``."""
+        producer = self._require_producer()
+        call = getattr(producer, method)
         try:
-            getattr(self._require_producer(), method)(*args)
+            if timed:
+                until_answered(lambda t: call(*args, t), producer, self._refusals, self.options.api_timeout_s,
+                               self.options.scrub)
+            else:
+                call(*args)
         except KafkaException as e:
             raise SinkError(f"Kafka {method} failed ({self.options.bootstrap}): "
                             f"{self.options.scrub(str(e))}") from None
 
     def _call_consumer_committed(self) -> int:
-        assert self._consumer is not None
+        consumer = self._consumer
+        assert consumer is not None
+
+        def committed(timeout_s: float) -> TopicPartition:
+            [tp] = consumer.committed([self._marker_partition()], timeout=timeout_s)
+            if tp.error is not None and retriable(tp.error):
+                raise KafkaException(tp.error)
+            return tp
+
         try:
-            [tp] = self._consumer.committed([self._marker_partition()], timeout=TIMEOUT_S)
+            tp = until_answered(committed, None, None, self.options.api_timeout_s, self.options.scrub)
         except KafkaException as e:
             raise SinkError(f"reading the sink marker from Kafka failed ({self.options.bootstrap}): "
                             f"{self.options.scrub(str(e))}") from None

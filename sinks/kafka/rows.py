@@ -115,6 +115,16 @@ class Rejection(NamedTuple):
 Reject = Callable[[Rejection, object, object, list | None], None]
 #: A topic's partition count, or None when not known (yet: the broker may be creating it).
 PartitionCount = Callable[[str], "int | None"]
+#: A topic's ``max.message.bytes``, or None when not known (:mod:`.limits`).
+SizeLimit = Callable[[str], "int | None"]
+
+BATCH_FRAMING = 61
+"""A record batch's header in Kafka's v2 format: what a record alone in its batch adds."""
+RECORD_FRAMING = 30
+"""A record's own framing at most: its length, attributes, timestamp and offset deltas, the
+key's and value's lengths and the header count (varints)."""
+HEADER_FRAMING = 10
+"""A header's framing at most: the varint lengths of its name and value."""
 
 #: librdkafka errors of ``produce()`` that are about the record, not the client or the cluster.
 RECORD_ERRORS = (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError._UNKNOWN_PARTITION, KafkaError._INVALID_ARG)
@@ -136,13 +146,20 @@ def topic_name_problem(topic: str) -> str | None:
 
 
 def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, columns: KafkaColumns,
-                  default_topic: str | None, reject: Reject, partitions: PartitionCount) -> int:
+                  default_topic: str | None, reject: Reject, partitions: PartitionCount,
+                  limits: SizeLimit | None = None) -> int:
     """Hand every row of ``batch`` to the producer (waiting, by ``poll``, when its queue is
     full); a row Kafka will not take, or whose typed key or value does not fit its schema,
     goes to ``reject``. The number of rows handed over. ``partitions`` is asked once per topic
-    of the batch, and only with a ``partition`` column."""
+    of the batch, and only with a ``partition`` column; ``limits`` (each topic's
+    ``max.message.bytes``) once per topic of the batch."""
     batch, unfit_values = columns.encode(batch)
     n = batch.num_rows
+    if limits is not None and default_topic is not None:  # the topic option: every row's topic
+        limit = limits(default_topic)
+        if limit is not None:
+            unfit_values = {**_over_limit(record_sizes(batch, columns), None, default_topic, limit),
+                            **unfit_values}
     values = _column(batch, "value").to_pylist()
     keys = _column(batch, "key").to_pylist() if columns.key else [None] * n
     # As in Spark's Kafka sink, the topic option overrides the topic column.
@@ -167,6 +184,8 @@ def produce_batch(produce: Callable, poll: Callable, batch: pa.RecordBatch, colu
     topics = topic_column.to_pylist() if topic_column is not None else [default_topic] * n
     given = partition_column.to_pylist() if partition_column is not None else [None] * n
     unfit = {**unfit_values, **_unfit_rows(n, topic_column, partition_column, default_topic, partitions)}
+    if topic_column is not None and limits is not None:
+        unfit = {**_topic_limits(batch, columns, topic_column, limits), **unfit}
     for i in range(n):
         row_headers = [(h["key"], h["value"]) for h in headers[i] or ()] if headers is not None else None
         why = unfit.get(i) or produce_record(produce, poll, topics[i], values[i], keys[i], given[i],
@@ -199,6 +218,53 @@ def _unfit_rows(n: int, topics: pa.Array | None, partitions: pa.Array | None, de
         for i in _indices(pc.and_(rows, outside)):
             out[i] = Unfit(f"partition {partitions[i].as_py()} does not exist: topic {topic!r} has {known} "
                            f"partitions")
+    return out
+
+
+def record_sizes(batch: pa.RecordBatch, columns: KafkaColumns) -> np.ndarray:
+    """Each row's size as a record alone in a batch, before compression: what a broker holds
+    against its topic's ``max.message.bytes`` (key, value and headers with Kafka's framing)."""
+    n = batch.num_rows
+    sizes = np.full(n, BATCH_FRAMING + RECORD_FRAMING, np.int64)
+    for name, present in (("value", True), ("key", columns.key)):
+        if present:
+            sizes += _lengths(_column(batch, name))
+    if columns.headers:
+        headers = _column(batch, "headers")
+        flat = headers.flatten()
+        each = (_lengths(flat.field("key")) + _lengths(flat.field("value")) + HEADER_FRAMING)
+        parents = pc.list_parent_indices(headers).to_numpy(zero_copy_only=False)
+        sizes += np.bincount(parents, weights=each, minlength=n).astype(np.int64)
+    return sizes
+
+
+def _lengths(array: pa.Array) -> np.ndarray:
+    """Bytes of each string or binary value (0 for null)."""
+    return pc.fill_null(pc.binary_length(array), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _over_limit(sizes: np.ndarray, rows: np.ndarray | None, topic: str, limit: int) -> dict[int, Unfit]:
+    """The rows (of ``rows``, else all) whose record is larger than ``topic``'s limit."""
+    over = sizes > limit if rows is None else (sizes > limit) & rows
+    return {int(i): Unfit(f"the record is {int(sizes[i])} bytes (key, value and headers before "
+                          f"compression, with Kafka's framing), over the max.message.bytes of topic "
+                          f"{topic!r} ({limit})", True)
+            for i in np.flatnonzero(over)}
+
+
+def _topic_limits(batch: pa.RecordBatch, columns: KafkaColumns, topics: pa.Array,
+                  limits: SizeLimit) -> dict[int, Unfit]:
+    """The rows over their topic's ``max.message.bytes`` (valid topic names only)."""
+    out: dict[int, Unfit] = {}
+    sizes: np.ndarray | None = None
+    for topic in pc.unique(topics.drop_null()).to_pylist():
+        limit = None if topic_name_problem(topic) else limits(topic)
+        if limit is None:
+            continue
+        if sizes is None:
+            sizes = record_sizes(batch, columns)
+        rows = pc.fill_null(pc.equal(topics, topic), False).to_numpy(zero_copy_only=False)
+        out.update(_over_limit(sizes, rows, topic, limit))
     return out
 
 

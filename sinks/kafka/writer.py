@@ -28,6 +28,7 @@ from pyspark.sql.types import StructType
 from jetspark import faults
 from jetspark.datasources.kafka.refusals import Refusals, flush_until_delivered
 from jetspark.sinks.kafka import typed_values
+from jetspark.sinks.kafka.limits import TopicLimits
 from jetspark.sinks.kafka.options import KafkaSinkOptions
 from jetspark.sinks.kafka.rejected import RejectingProducer
 from jetspark.sinks.kafka.resource import TIMEOUT_S, DeliveryErrors, KafkaResource, make_producer
@@ -50,8 +51,9 @@ def produce_at_least_once(options: KafkaSinkOptions, columns: KafkaColumns, key:
     """Idempotent producer (no duplicates from its own retries); flushed and checked at the end.
     The rows written, and those Kafka refused (dead letters, ``onRejected``)."""
     errors, refusals = DeliveryErrors(), Refusals()
-    producer = make_producer(options, {"enable.idempotence": "true", "error_cb": refusals}, errors)
-    records = RejectingProducer(options, columns, key, producer)
+    limits = TopicLimits(options, (options.topic, options.dead_letter_topic))
+    producer = make_producer(options, {"enable.idempotence": "true", "error_cb": refusals}, errors, limits)
+    records = RejectingProducer(options, columns, key, producer, limits)
     for batch in batches:
         if batch.num_rows:
             records.write(batch)

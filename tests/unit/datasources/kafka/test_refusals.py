@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from jetspark.datasources.kafka.refusals import KafkaRefused, Refusals, flush_until_delivered, until_answered
+from jetspark.datasources.kafka.refusals import KafkaRefused, Refusals, flush_until_delivered
+from jetspark.datasources.kafka.retries import until_answered
 
 
 class _Client:

@@ -269,3 +269,25 @@ def test_options_spark_itself_passes_are_accepted():
     opts = KafkaSinkOptions.parse({"kafka.bootstrap.servers": "h:1", "topic": "t",
                                    "queryName": "q", "checkpointLocation": "/c"})
     assert opts.topic == "t"
+
+
+def test_a_record_over_its_topics_max_message_bytes_is_rejected_before_the_producer():
+    """Key, value and headers with Kafka's framing against each topic's limit (None: unknown)."""
+    limits = {"small": 200, "option": 150}.get
+    p, kept = FakeProducer(), Kept()
+    batch = pa.RecordBatch.from_pydict({
+        "key": ["k", "k", "k", "k"], "value": ["v" * 50, "v" * 150, "v" * 50, "v" * 500],
+        "topic": ["small", "small", "unknown", "unknown"],
+        "headers": pa.array([[], [], [{"key": "h", "value": b"x" * 90}], []],
+                            pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))})
+    columns = KafkaColumns(True, True, False, True)
+    assert produce_batch(p.produce, p.poll, batch, columns, None, kept, kept.partitions, limits) == 3
+    [(rejection, value, _, _)] = kept.rejections
+    assert (rejection.row, rejection.topic, value) == (1, "small", "v" * 150) and rejection.why.too_large
+    assert rejection.why.reason == ("the record is 242 bytes (key, value and headers before "
+                                    "compression, with Kafka's framing), over the max.message.bytes of "
+                                    "topic 'small' (200)")
+    kept = Kept()  # the topic option: every row's topic, also on the path without per-row columns
+    assert produce_batch(p.produce, p.poll, batch, KafkaColumns(True, False, False, False), "option", kept,
+                         kept.partitions, limits) == 2
+    assert [r[0].row for r in kept.rejections] == [1, 3]

@@ -13,13 +13,17 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
-/* Room for `extra` more bytes; -1 when out of memory (the buffer is unchanged). */
+/* Room for `extra` more bytes; -1 when out of memory or when the size would overflow (the
+ * buffer is unchanged). */
 static inline int buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra <= b->cap)
+    if (extra > (size_t)PY_SSIZE_T_MAX - b->len)
+        return -1;  /* no buffer this large can be handed to Python */
+    size_t need = b->len + extra;
+    if (need <= b->cap)
         return 0;
     size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra)
-        cap *= 2;
+    while (cap < need)
+        cap = cap > (size_t)PY_SSIZE_T_MAX / 2 ? need : cap * 2;
     char *p = realloc(b->p, cap);
     if (!p)
         return -1;

@@ -16,9 +16,16 @@ typedef struct {
     int32_t data_len;
 } Columns;
 
+/* spare: how many more items that take no bytes (Avro's array<null>) the record may hold. */
 typedef struct {
     const uint8_t *p, *end;
+    int64_t spare;
 } Cursor;
+
+/* A record whose columns would grow by more than this many bytes (the decoders count each
+ * element's validity, value, offset and data bytes) is refused: a few bytes of repeated empty
+ * elements can otherwise stand for hundreds of times their size in columns. */
+#define RECORD_OUTPUT_LIMIT ((int64_t)64 << 20)
 
 typedef struct {
     size_t validity, values, offsets, data;

@@ -32,10 +32,17 @@ enum {
 /* What a number is stored as (promotions of Avro's schema resolution). */
 enum { O_SAME = 0, O_INT64 = 1, O_FLOAT32 = 2, O_FLOAT64 = 3 };
 /* Error codes per record (0: decoded). */
-enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_BRANCH = 3, E_ENUM = 4, E_LENGTH = 5, E_MEMORY = 6 };
+enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_BRANCH = 3, E_ENUM = 4, E_LENGTH = 5, E_MEMORY = 6,
+       E_LIMIT = 7 };
+
+#define MAX_FIXED (1 << 20)    /* a fixed's size is in (0, MAX_FIXED] (avro_types.MAX_FIXED_SIZE) */
+#define SPARE_PER_BYTE 64      /* items that take no bytes (null, a record of nulls): per byte */
 
 typedef struct Node {
     int kind, out, store, nchildren, arg;  /* arg: fixed size, enum symbols, union null branch */
+    int64_t width;                         /* the fewest bytes an element takes on the wire */
+    int64_t cost;                          /* column bytes an element adds (data bytes aside) */
+    int64_t *room;                         /* column bytes the record may still add */
     struct Node **children;
     Columns col;                           /* data_len: bytes (var-width) or children (array, map) */
 } Node;
@@ -76,6 +83,8 @@ static int nested_offsets(const Node *n) { return n->kind == K_ARRAY || n->kind 
 
 /* One element: its validity byte; the caller has put the value. */
 static int valid(Node *n, uint8_t v) {
+    if ((*n->room -= n->cost) < 0)
+        return E_LIMIT;
     if (buf_put(&n->col.validity, &v, 1))
         return E_MEMORY;
     n->col.count++;
@@ -188,8 +197,14 @@ static int decode_items(Node *n, Cursor *c, int is_map) {
                 return E_LENGTH;
             count = -count;
         }
-        if (count > (int64_t)(c->end - c->p) + 1 && n->children[is_map]->kind != K_NULL)
-            return E_LENGTH;  /* more items than bytes: cut short for sure */
+        /* more items than the bytes left hold: cut short for sure. Items that take no bytes
+         * (null, a record of nulls) count against the record's spare items instead, so a
+         * record is refused in time in proportion to its bytes. */
+        int64_t width = n->children[0]->width + (is_map ? n->children[1]->width : 0);
+        if (width ? count > (int64_t)(c->end - c->p) / width : count > c->spare)
+            return E_LENGTH;
+        if (!width)
+            c->spare -= count;
         for (int64_t i = 0; i < count; i++) {
             if (is_map && (e = decode(n->children[0], c)))
                 return e;
@@ -251,6 +266,8 @@ static int decode(Node *n, Cursor *c) {
             return E_OK;
         if ((int64_t)n->col.data_len + l > INT32_MAX)
             return E_LENGTH;
+        if ((*n->room -= l) < 0)
+            return E_LIMIT;
         if (buf_put(&n->col.data, b, (size_t)l))
             return E_MEMORY;
         n->col.data_len += (int32_t)l;
@@ -312,7 +329,24 @@ static int decode(Node *n, Cursor *c) {
 
 /* ---- the program: int32 words in pre-order: kind, out, store, arg, nchildren, children… */
 
-static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all, int *nall) {
+/* The fewest bytes an element of n takes on the wire (at most 2**40: no payload is that long). */
+static int64_t min_width(const Node *n) {
+    switch (n->kind) {
+    case K_NULL: return 0;
+    case K_FLOAT: return 4;
+    case K_DOUBLE: return 8;
+    case K_FIXED: case K_DECIMAL_FIXED: return n->arg;
+    case K_RECORD: {
+        int64_t sum = 0;
+        for (int i = 0; i < n->nchildren; i++)
+            sum += n->children[i]->width;
+        return sum < ((int64_t)1 << 40) ? sum : ((int64_t)1 << 40);
+    }
+    default: return 1;  /* a number, length, count or branch index: one byte at least */
+    }
+}
+
+static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all, int *nall, int64_t *room) {
     if (*at + 5 > nw)
         return NULL;
     Node *n = calloc(1, sizeof(Node));
@@ -331,16 +365,23 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
     }
     *all = grown;
     (*all)[(*nall)++] = n;
-    if (n->nchildren < 0 || n->nchildren > 100000)
+    n->room = room;
+    if (n->kind < K_NULL || n->kind > K_DECIMAL_FIXED || n->nchildren < 0 || n->nchildren > 100000)
+        return NULL;
+    if ((n->kind == K_FIXED || n->kind == K_DECIMAL_FIXED) && (n->arg <= 0 || n->arg > MAX_FIXED))
+        return NULL;
+    if ((n->kind == K_ARRAY && n->nchildren != 1) || (n->kind == K_MAP && n->nchildren != 2))
         return NULL;
     if (n->nchildren) {
         n->children = calloc(n->nchildren, sizeof(Node *));
         if (!n->children)
             return NULL;
         for (int i = 0; i < n->nchildren; i++)
-            if (!(n->children[i] = build(w, nw, at, all, nall)))
+            if (!(n->children[i] = build(w, nw, at, all, nall, room)))
                 return NULL;
     }
+    n->width = min_width(n);
+    n->cost = 1 + element_size(n) + ((var_width(n) || nested_offsets(n)) ? 4 : 0);
     if ((var_width(n) || nested_offsets(n)) && n->store) {
         int32_t zero = 0;
         if (buf_put(&n->col.offsets, &zero, 4))
@@ -358,8 +399,18 @@ static void free_nodes(Node **all, int nall) {
     free(all);
 }
 
-static int decode_root(void *root, Cursor *c) { return decode((Node *)root, c); }
-static int null_root(void *root) { return append_null((Node *)root); }
+static int decode_root(void *root, Cursor *c) {
+    Node *n = root;
+    *n->room = RECORD_OUTPUT_LIMIT;
+    c->spare = SPARE_PER_BYTE * (int64_t)(c->end - c->p) + SPARE_PER_BYTE;
+    return decode(n, c);
+}
+
+static int null_root(void *root) {
+    Node *n = root;
+    *n->room = INT64_MAX;  /* a null row is the program's size, whatever the record held */
+    return append_null(n);
+}
 
 static PyObject *py_decode(PyObject *self, PyObject *args) {
     (void)self;
@@ -371,7 +422,8 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     int nall = 0;
     Columns **cols = NULL;
     Py_ssize_t at = 0;
-    Node *root = build((const int32_t *)prog.buf, prog.len / 4, &at, &all, &nall);
+    int64_t room = 0;
+    Node *root = build((const int32_t *)prog.buf, prog.len / 4, &at, &all, &nall, &room);
     if (!root || at != prog.len / 4 || ends.len != starts.len) {
         PyErr_SetString(PyExc_ValueError, "malformed Avro decoding program");
         goto done;

@@ -48,7 +48,7 @@ enum { F_STORE = 1, F_IMPLICIT = 2, F_DEFAULT = 4, F_REQUIRED = 8 };
 enum { W_VARINT = 0, W_I64 = 1, W_LEN = 2, W_SGROUP = 3, W_EGROUP = 4, W_I32 = 5 };
 /* Error codes per record (0: decoded). */
 enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_WIRE = 3, E_LENGTH = 4, E_MEMORY = 5, E_DEPTH = 6,
-       E_UNKNOWN = 7, E_REQUIRED = 8 };
+       E_UNKNOWN = 7, E_REQUIRED = 8, E_LIMIT = 9 };
 
 #define MAX_DEPTH 100
 #define DIRECT_FIELDS 1024 /* field numbers below this are found by index, others by search */
@@ -67,6 +67,8 @@ typedef struct Node {
     int32_t enum_default;    /* enums: the number of the enum's first value */
     int enum_count;          /* enums: how many numbers a closed enum defines (0: open) */
     int32_t *enum_numbers;   /* enums: those numbers, ascending */
+    int64_t cost;            /* column bytes an element adds (data bytes aside) */
+    int64_t *room;           /* column bytes the record may still add (RECORD_OUTPUT_LIMIT) */
     Columns col;             /* data_len: bytes (K_BYTES) or elements (K_LIST) so far */
 } Node;
 
@@ -152,6 +154,8 @@ static int element_size(const Node *n) {
 }
 
 static int valid(Node *n, uint8_t v) {
+    if ((*n->room -= n->cost) < 0)
+        return E_LIMIT;
     if (buf_put(&n->col.validity, &v, 1))
         return E_MEMORY;
     n->col.count++;
@@ -226,6 +230,8 @@ static int store_bytes(Node *n, const uint8_t *b, size_t len) {
         return append_null(n);
     if ((int64_t)n->col.data_len + (int64_t)len > INT32_MAX)
         return E_LENGTH;
+    if ((*n->room -= (int64_t)len) < 0)
+        return E_LIMIT;
     if (buf_put(&n->col.data, b, len))
         return E_MEMORY;
     n->col.data_len += (int32_t)len;
@@ -420,6 +426,8 @@ static int decode_message(Node *n, Cursor *c, int depth) {
          * fails in the root message (and ignores in the others) */
         unknown |= child && depth == 0;
     }
+    if ((*n->room -= n->nchildren) < 0)  /* a field visited counts as a byte, stored or not */
+        return E_LIMIT;
     for (int i = 0; i < n->nchildren; i++)
         if ((n->children[i]->flags & F_REQUIRED) && !n->slots[i].present)
             return E_REQUIRED;
@@ -468,7 +476,8 @@ static int decode_message(Node *n, Cursor *c, int depth) {
 
 /* ---- the program: int32 words in pre-order: kind, number, flags, nchildren, children… */
 
-static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all, int *nall, int depth) {
+static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all, int *nall, int depth,
+                   int64_t *room) {
     if (*at + 4 > nw || depth > MAX_DEPTH)
         return NULL;
     Node *n = calloc(1, sizeof(Node));
@@ -486,6 +495,8 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
     n->flags = w[*at + 2];
     n->nchildren = w[*at + 3];
     *at += 4;
+    n->room = room;
+    n->cost = 1 + element_size(n) + ((n->kind == K_BYTES || n->kind == K_LIST) ? 4 : 0);
     if (n->kind < K_INT32 || n->kind > K_LIST || n->nchildren < 0 || n->nchildren > 30000)
         return NULL;
     if (n->kind == K_ENUM) {  /* then: the first value's number, how many a closed enum defines, those */
@@ -516,7 +527,7 @@ static Node *build(const int32_t *w, Py_ssize_t nw, Py_ssize_t *at, Node ***all,
         if (!n->children)
             return NULL;
         for (int i = 0; i < n->nchildren; i++)
-            if (!(n->children[i] = build(w, nw, at, all, nall, depth + 1)))
+            if (!(n->children[i] = build(w, nw, at, all, nall, depth + 1, room)))
                 return NULL;
     }
     if (n->kind == K_MESSAGE) {
@@ -551,8 +562,17 @@ static void free_nodes(Node **all, int nall) {
     free(all);
 }
 
-static int decode_root(void *root, Cursor *c) { return decode_message((Node *)root, c, 0); }
-static int null_root(void *root) { return append_null((Node *)root); }
+static int decode_root(void *root, Cursor *c) {
+    Node *n = root;
+    *n->room = RECORD_OUTPUT_LIMIT;
+    return decode_message(n, c, 0);
+}
+
+static int null_root(void *root) {
+    Node *n = root;
+    *n->room = INT64_MAX;  /* a null row is the program's size, whatever the record held */
+    return append_null(n);
+}
 
 static PyObject *py_decode(PyObject *self, PyObject *args) {
     (void)self;
@@ -564,7 +584,8 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     int nall = 0;
     Columns **cols = NULL;
     Py_ssize_t at = 0;
-    Node *root = build((const int32_t *)prog.buf, prog.len / 4, &at, &all, &nall, 0);
+    int64_t room = 0;
+    Node *root = build((const int32_t *)prog.buf, prog.len / 4, &at, &all, &nall, 0, &room);
     if (!root || root->kind != K_MESSAGE || at != prog.len / 4 || ends.len != starts.len) {
         PyErr_SetString(PyExc_ValueError, "malformed Protobuf decoding program");
         goto done;

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import types as T
 
-from jetspark.schemas.avro_types import AvroSchemaError, _full_name, decimal_of, parse, spark_type
+from jetspark.schemas.avro_types import AvroSchemaError, _full_name, decimal_of, fixed_size, parse, spark_type
 
 # the program's words (keep in step with _avro_arrow.c)
 K_NULL, K_BOOLEAN, K_INT, K_LONG, K_FLOAT, K_DOUBLE, K_BYTES = 0, 1, 2, 3, 4, 5, 6
@@ -39,7 +39,8 @@ O_SAME, O_INT64, O_FLOAT32, O_FLOAT64 = 0, 1, 2, 3
 
 ERRORS = {1: "the payload ends inside a value", 2: "a variable-length number runs past 10 bytes",
           3: "a union branch index out of range", 4: "an enum index out of range",
-          5: "a length or item count out of range", 6: "out of memory"}
+          5: "a length or item count out of range", 6: "out of memory",
+          7: "the record decodes to more than 64 MiB of columns"}
 """The decoder's error codes: why a record did not decode."""
 
 _PRIMITIVE_KIND = {"null": K_NULL, "boolean": K_BOOLEAN, "int": K_INT, "long": K_LONG,
@@ -225,12 +226,12 @@ def _compile(w: object, r: object | None) -> _Node:
         if decimal_of(w) != decimal_of(r):
             raise _unresolved(w, r)
         if wb == "fixed":
-            return _Node(K_DECIMAL_FIXED, arg=int(w["size"]), spark=spark)
+            return _Node(K_DECIMAL_FIXED, arg=fixed_size(w), spark=spark)
         return _Node(K_DECIMAL_BYTES, spark=spark)
     if wb == "fixed":
-        if rb != "fixed" or int(w["size"]) != int(r["size"]):
+        if rb != "fixed" or fixed_size(w) != fixed_size(r):
             raise _unresolved(w, r)
-        return _Node(K_FIXED, arg=int(w["size"]), spark=spark)
+        return _Node(K_FIXED, arg=fixed_size(w), spark=spark)
     if wb not in _PRIMITIVE_KIND or rb not in _PRIMITIVE_KIND:
         raise _unresolved(w, r)
     out = O_SAME
@@ -355,7 +356,7 @@ def _skip(w: object) -> _Node:
     if base == "map":
         return _Node(K_MAP, store=False, children=[_Node(K_BYTES, store=False), _skip(w["values"])])
     if base == "fixed":
-        return _Node(K_FIXED, store=False, arg=int(w["size"]))
+        return _Node(K_FIXED, store=False, arg=fixed_size(w))
     return _Node(_PRIMITIVE_KIND[base], store=False)
 
 

@@ -94,6 +94,18 @@ def decimal_of(schema: object) -> tuple[int, int] | None:
 
 MAX_PRECISION = 38
 
+MAX_FIXED_SIZE = 1 << 20
+"""The largest ``fixed`` size (1 MiB) read or written: a value is one element of its column."""
+
+
+def fixed_size(schema: Mapping) -> int:
+    """The size of a ``fixed`` type; AvroSchemaError unless it is an integer in (0, 1 MiB]."""
+    size = schema.get("size")
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_FIXED_SIZE:
+        raise AvroSchemaError(f"the Avro fixed type {schema.get('name')!r} has size {size!r}; accepted: "
+                              f"an integer in (0, {MAX_FIXED_SIZE}] (1 MiB)")
+    return size
+
 
 def record_name(schema: object) -> str | None:
     """The full name of a record schema (``namespace.name``), or None for another type."""
@@ -147,6 +159,7 @@ class _Converter:
             self._define(schema, namespace)
             return T.StringType(), False
         if kind == "fixed":
+            fixed_size(schema)
             self._define(schema, namespace)
             return T.BinaryType(), False
         if kind == "array":

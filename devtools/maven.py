@@ -27,6 +27,9 @@ SPARK_KAFKA = (
     "!org.apache.spark:spark-token-provider-kafka-0-10_2.13",
     "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0",
 )
+# Spark's Avro functions (from_avro) for the differential tests: 4.3.0 is not served here
+# either; 4.2.0 is the newest, and its from_avro runs on Spark 4.3.
+SPARK_AVRO = ("org.apache.spark:spark-avro_2.13:4.2.0",)
 POSTGRES_JDBC = ("org.postgresql:postgresql:42.7.4",)
 
 _VERSIONED_JAR = re.compile(r"^(?P<name>.+?)-\d[\w.\-]*\.jar$")

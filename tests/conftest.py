@@ -69,6 +69,8 @@ def amqp_url(endpoints: Endpoints) -> str:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "spark_kafka: needs Spark's own Kafka connector (spark-sql-kafka) in the shared session")
+    config.addinivalue_line(
+        "markers", "spark_avro: needs Spark's own from_avro (spark-avro) in the shared session")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -91,8 +93,9 @@ def spark(request: pytest.FixtureRequest):
     """One local Spark session for the whole run (local[2], UI off, RocksDB state).
 
     When a collected test is marked ``spark_kafka``, the session also loads Spark's own Kafka
-    connector (``format("kafka")``, from Maven Central, cached): a few jars on the classpath of
-    the one JVM, where a second JVM for Spark's side would cost its start-up on every run.
+    connector (``format("kafka")``, from Maven Central, cached), and ``spark_avro`` Spark's Avro
+    functions (``from_avro``): a few jars on the classpath of the one JVM, where a second JVM for
+    Spark's side would cost its start-up on every run.
     Streaming reads and windows do not warm Python workers beside their build here (a
     background job beside every test's own); ``tests/integration/test_warm_workers.py`` turns
     it on.
@@ -101,10 +104,14 @@ def spark(request: pytest.FixtureRequest):
     from jetspark.warm_workers import CONF as WARM_WORKERS
 
     conf: dict[str, str] = {WARM_WORKERS: "false"}
-    if any(item.get_closest_marker("spark_kafka") for item in request.session.items):
-        from jetspark.devtools.maven import SPARK_KAFKA, spark_jars_conf
+    from jetspark.devtools.maven import SPARK_AVRO, SPARK_KAFKA, spark_jars_conf
 
-        conf |= spark_jars_conf(SPARK_KAFKA)
+    wanted = {"spark_kafka": SPARK_KAFKA, "spark_avro": SPARK_AVRO}
+    packages = [coordinate for marker, coordinates in wanted.items()
+                if any(item.get_closest_marker(marker) for item in request.session.items)
+                for coordinate in coordinates]
+    if packages:
+        conf |= spark_jars_conf(packages)
     session = local_session("jetspark-tests", conf=conf)
     yield session
     session.stop()

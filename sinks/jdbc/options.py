@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jetspark.errors import OptionError
 from jetspark.options import SPARK_WRITER_OPTIONS, Options
@@ -26,6 +26,7 @@ from jetspark.sinks.guarantees import (
     parse_on_rejected,
     suffixed,
 )
+from jetspark.sinks.jdbc.spark_options import check_spark_options
 from jetspark.sinks.transactional import SINK_ID_ACCEPTED, SINK_ID_RE
 
 #: ``two-phase`` and ``task``: PostgresResource (resource.py) with or without PREPARE TRANSACTION;
@@ -39,7 +40,7 @@ DEFAULT_MARKER_TABLE = "jetspark_sink_markers"
 DEAD_LETTER_SUFFIX = "_rejected"
 KNOWN = ("url", "table", "dbtable", "user", "password", "guarantee", "commit", "keys", "finalColumn",
          "sinkId", "createTable", "markerTable", "onRejected", "deadLetterTable", "connectTimeout",
-         "socketTimeout", *SPARK_WRITER_OPTIONS)
+         "socketTimeout", "trustTableOwner", "driver", *SPARK_WRITER_OPTIONS)
 MAX_IDENTIFIER_BYTES = 63  # PostgreSQL's NAMEDATALEN - 1: longer names are truncated
 
 _IDENT = r'(?:"(?:[^"]|"")+"|[^".\s]+)'
@@ -121,6 +122,14 @@ class JdbcSinkOptions:
     socket_timeout_ms: int = DEFAULT_SOCKET_TIMEOUT_MS
     """How long any one wait for the server may last (a statement's answer, a COPY chunk's
     send); 0: unbounded. After it the session is closed and the task fails naming it."""
+    trust_table_owner: bool = True
+    """A table owned by a role the sink's role is not (nor a member of) is written with a
+    warning (True) or refused (False): its owner's triggers, defaults, CHECKs and policies run
+    as the sink's role."""
+
+    def qualified(self, table: TableName, marker: TableName, dead_letter: TableName) -> JdbcSinkOptions:
+        """These options with the tables resolved to schema and name (see :mod:`.target`)."""
+        return replace(self, table=table, marker_table=marker, dead_letter_table=dead_letter)
 
     @property
     def where(self) -> str:
@@ -148,6 +157,7 @@ class JdbcSinkOptions:
     def parse(cls, raw: Mapping[str, str]) -> JdbcSinkOptions:
         opts = Options(raw)
         guarantee, commit = parse_guarantee(opts, COMMITS)  # first: it names the old option 'mode'
+        check_spark_options(opts)  # Spark's jdbc options by name, with what to do instead
         opts.reject_unknown(KNOWN)
         url = opts.string("url", required=True)
         assert url is not None
@@ -202,6 +212,7 @@ class JdbcSinkOptions:
             final_column=final_column,
             connect_timeout_ms=_timeout_ms(opts, "connectTimeout", DEFAULT_CONNECT_TIMEOUT_MS, zero=False),
             socket_timeout_ms=_timeout_ms(opts, "socketTimeout", DEFAULT_SOCKET_TIMEOUT_MS, zero=True),
+            trust_table_owner=opts.boolean("trustTableOwner", True),
         )
 
 

@@ -48,7 +48,7 @@ def copy_upsert(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.
     are rejected there, one by one (``onRejected``).
     """
     options = target.options
-    staging = sql.Identifier(STAGING)
+    staging = sql.Identifier("pg_temp", STAGING)  # never another schema's table of that name
     with session(options, autocommit=False) as conn, conn.cursor() as cur:
         cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
                             "ON COMMIT DROP").format(staging, target.table_sql))
@@ -79,4 +79,4 @@ def upsert_sql(target: PostgresTarget) -> sql.Composed:
     return sql.SQL(
         "INSERT INTO {table} ({cols}) SELECT DISTINCT ON ({keys}) {cols} FROM {staging} "
         "ORDER BY {keys}, ctid DESC ON CONFLICT ({keys}) {action}").format(
-        table=table, cols=cols, keys=key_cols, staging=sql.Identifier(STAGING), action=action)
+        table=table, cols=cols, keys=key_cols, staging=sql.Identifier("pg_temp", STAGING), action=action)

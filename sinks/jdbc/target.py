@@ -3,10 +3,19 @@
 ``prepare_target`` runs when Spark creates the writer (query start, and again for each
 driver commit): it fails with a clear message — before any row is written — when the
 server cannot do what the commit needs, or when the DataFrame does not fit the table.
+
+It also resolves the table once to schema and name (an unqualified name through the
+session's ``search_path``, as PostgreSQL would), and the marker and dead-letter tables with
+it: every statement of the write names them qualified, so a table of the same name that
+another role creates later in a schema earlier in ``search_path`` is never written to. A
+table owned by another role runs that role's code (triggers, defaults, CHECKs, index
+expressions, policies) as the sink's role on every write: warned about, or refused with
+``trustTableOwner=false``.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import psycopg
@@ -14,7 +23,7 @@ from psycopg import errors, sql
 from pyspark.sql import types as T
 
 from jetspark.sinks.guarantees import DEAD_LETTER, TASK, TWO_PHASE, UPSERT
-from jetspark.sinks.jdbc.options import JdbcSinkOptions, TableName
+from jetspark.sinks.jdbc.options import DEAD_LETTER_SUFFIX, DEFAULT_MARKER_TABLE, JdbcSinkOptions, TableName
 from jetspark.sinks.jdbc.schema import TableColumn, check_supported, create_table_sql, mismatches
 from jetspark.sinks.jdbc.sessions import session
 from jetspark.sinks.transactional import SinkError
@@ -23,6 +32,9 @@ MARKER_COLUMNS = "sink_id, batch_id, partition_id, attempt, row_count"
 DEAD_LETTER_COLUMNS = ("sink_id", "batch_id", "partition_id", "row_json", "sqlstate", "error")
 _dead_letter_tables: set[tuple[str, TableName]] = set()
 """Dead-letter tables this process has seen exist (server, table): created or checked once."""
+_warned_owners: set[tuple[str, TableName, str]] = set()
+"""(server, table, owner) already warned about in this process: once, not every micro-batch."""
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,7 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
     with session(options) as conn:
         if options.commit == TWO_PHASE:
             check_prepared_transactions(conn, options)
+        options = resolve_tables(conn, options)
         columns = table_columns(conn, options.table)
         if columns is None:
             if not options.create_table:
@@ -62,6 +75,7 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
                                 f"set the option createTable=true")
             _create_quietly(conn, create_table_sql(options.table, schema, options.keys))
             columns = table_columns(conn, options.table) or []
+        check_table_owner(conn, options)
         problems = mismatches(schema, columns, options.keys)
         final = options.final_column
         if final is not None and not isinstance(_field(schema, final), T.BooleanType):
@@ -76,6 +90,70 @@ def prepare_target(options: JdbcSinkOptions, schema: T.StructType, overwrite: bo
             check_trusted(conn, options.marker_table, "marker table (option markerTable)")
         check_dead_letter_table(conn, options)
     return PostgresTarget(options, tuple(schema.fieldNames()))
+
+
+def resolve_tables(conn: psycopg.Connection, options: JdbcSinkOptions) -> JdbcSinkOptions:
+    """``options`` with the table, marker and dead-letter tables schema-qualified: an
+    unqualified name is the table ``search_path`` finds now, or, when there is none, the one a
+    CREATE would make (in ``current_schema()``); the default marker and dead-letter tables are
+    in the table's schema."""
+    table = _qualified(conn, options.table, "table")
+    marker, dead_letter = options.marker_table, options.dead_letter_table
+    marker = (table.sibling(DEFAULT_MARKER_TABLE) if marker == options.table.sibling(DEFAULT_MARKER_TABLE)
+              else _qualified(conn, marker, "markerTable"))
+    dead_letter = (table.with_suffix(DEAD_LETTER_SUFFIX)
+                   if dead_letter == options.table.with_suffix(DEAD_LETTER_SUFFIX)
+                   else _qualified(conn, dead_letter, "deadLetterTable"))
+    return options.qualified(table, marker, dead_letter)
+
+
+def _qualified(conn: psycopg.Connection, table: TableName, option: str) -> TableName:
+    if table.schema:
+        return table
+    regclass = _regclass(conn, table)
+    if regclass is not None:
+        schema = conn.execute("SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = %s",
+                              (regclass,)).fetchone()[0]
+        return TableName(_unquoted(schema), table.name)
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    if schema is None:
+        raise SinkError(f"table {table} (option {option}) is not qualified and the session's search_path "
+                        f"names no existing schema to create it in; give it as schema.table")
+    return TableName(schema, table.name)
+
+
+def _unquoted(ident: str) -> str:
+    """A name as ``regnamespace::text`` shows it (quoted when needed), unquoted."""
+    return ident[1:-1].replace('""', '"') if ident.startswith('"') else ident
+
+
+_OWNER_SQL = """
+    WITH RECURSIVE mine(oid) AS (
+        SELECT oid FROM pg_roles WHERE rolname = current_user
+        UNION SELECT m.roleid FROM pg_auth_members m JOIN mine ON m.member = mine.oid)
+    SELECT c.relowner::regrole::text, c.relowner IN (SELECT oid FROM mine) OR o.rolsuper, current_user::text
+    FROM pg_class c JOIN pg_roles o ON o.oid = c.relowner WHERE c.oid = %s"""
+
+
+def check_table_owner(conn: psycopg.Connection, options: JdbcSinkOptions) -> None:
+    """The table's owner can run code as the sink's role on every write (triggers, column
+    defaults, CHECKs, index expressions, row-level policies, in the upsert's staging copy too):
+    trusted when it is the sink's role, a role it is a member of, or a superuser (who can do
+    anything anyway); otherwise a warning, or a refusal with ``trustTableOwner=false``."""
+    row = conn.execute(_OWNER_SQL, (_regclass(conn, options.table),)).fetchone()
+    if row is None or row[1]:
+        return
+    owner, _, role = row
+    text = (f"jetjdbc: table {options.table} at {options.where} is owned by role {owner}, not by the sink's "
+            f"role {role} or a role it is a member of: {owner}'s triggers, column defaults, CHECK "
+            f"constraints, index expressions and row-level policies on it run as {role} on every write")
+    if not options.trust_table_owner:
+        raise SinkError(f"{text}; refused (trustTableOwner=false). Write to a table owned by {role} (ALTER "
+                        f"TABLE … OWNER TO {role}), or set trustTableOwner=true if {owner} is trusted")
+    key = (options.conninfo, options.table, owner)
+    if key not in _warned_owners:
+        _warned_owners.add(key)
+        log.warning("%s; set trustTableOwner=false to refuse such a table", text)
 
 
 def _field(schema: T.StructType, name: str) -> T.DataType | None:

@@ -190,3 +190,68 @@ def test_a_gid_squatted_by_another_role_neither_stalls_nor_misleads_the_sink(pg_
             for gid in squatted:
                 with contextlib.suppress(psycopg.errors.UndefinedObject):
                     conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
+
+
+# --- the target table: its owner's code, and a name found through search_path -------------------
+
+def _seen(dsn: str, schema: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, "seen"))
+        return conn.execute(query).fetchone()[0]
+
+
+def test_a_target_table_of_another_role_is_warned_about_or_refused(pg_dsn, schema, other, caplog):
+    """Its owner's trigger runs as the sink's role on every write: a warning by default, a
+    refusal before any row with trustTableOwner=false."""
+    table = sql.Identifier(schema, "theirs")
+    _as(pg_dsn, other, sql.SQL("CREATE TABLE {} (id bigint, name text, amount float8)").format(table),
+        _spy(schema, "theirs"), sql.SQL("GRANT SELECT, INSERT ON {} TO PUBLIC").format(table))
+    raw = {"url": pg_dsn, "table": f"{schema}.theirs", "commit": "task"}
+    with pytest.raises(SinkError) as e:
+        prepare_target(JdbcSinkOptions.parse({**raw, "trustTableOwner": "false"}), ids_schema(), False)
+    text = str(e.value)
+    assert f"table {schema}.theirs" in text and f"owned by role {other}" in text
+    assert "triggers" in text and "trustTableOwner=false" in text
+    assert id_counts(pg_dsn, schema, "theirs") == Counter() and _seen(pg_dsn, schema) == 0
+    with caplog.at_level("WARNING", logger="jetspark.sinks.jdbc.target"):
+        target = prepare_target(JdbcSinkOptions.parse(raw), ids_schema(), False)
+    assert any(f"owned by role {other}" in r.getMessage() and "trustTableOwner=false" in r.getMessage()
+               for r in caplog.records)
+    with PostgresResource(target, two_phase=False) as resource:
+        write_partition(resource, PartitionKey("q", 0, 0, 0), iter([_batch([1, 2])]))
+    assert id_counts(pg_dsn, schema, "theirs") == Counter([1, 2])
+
+
+def test_an_unqualified_table_is_resolved_once_and_never_shadowed(pg_dsn, schema, other, sink_role):
+    """The sink's role looks names up in (shadow, schema); its table and markers are in schema.
+    After the start, another role creates tables of the same names in shadow, a trigger on one
+    and a forged marker in the other: the writes still go to the sink's own tables."""
+    role, password = sink_role
+    shadow = f"{schema}_shadow"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {s}; GRANT USAGE, CREATE ON SCHEMA {s} TO {o}; GRANT USAGE ON "
+                             "SCHEMA {s} TO {r}; ALTER ROLE {r} SET search_path = {s}, {t}").format(
+            s=sql.Identifier(shadow), o=sql.Identifier(other), r=sql.Identifier(role),
+            t=sql.Identifier(schema)))
+    try:
+        _as(pg_dsn, role, sql.SQL("CREATE TABLE {} (id bigint, name text, amount float8)").format(
+            sql.Identifier(schema, "mine")),
+            sql.SQL(MARKERS).format(sql.Identifier(schema, "jetspark_sink_markers")))
+        options = JdbcSinkOptions.parse({"url": pg_dsn, "table": "mine", "commit": "task", "sinkId": "sp",
+                                         "user": role, "password": password})
+        target = prepare_target(options, ids_schema(), False)
+        mine, markers = sql.Identifier(shadow, "mine"), sql.Identifier(shadow, "jetspark_sink_markers")
+        _as(pg_dsn, other, sql.SQL("CREATE TABLE {} (id bigint, name text, amount float8)").format(mine),
+            _spy(shadow, "mine"), sql.SQL(MARKERS).format(markers),
+            sql.SQL("INSERT INTO {} VALUES ('sp', 0, 1, 0, 0)").format(markers),  # a forged marker
+            sql.SQL("GRANT SELECT, INSERT ON {}, {} TO PUBLIC").format(mine, markers))
+        with PostgresResource(target, two_phase=False) as resource:
+            for partition, ids in ((0, [1, 2]), (1, [3])):
+                write_partition(resource, PartitionKey("sp", 0, partition, 0), iter([_batch(ids)]))
+        assert id_counts(pg_dsn, schema, "mine") == Counter([1, 2, 3])
+        assert id_counts(pg_dsn, shadow, "mine") == Counter() and _seen(pg_dsn, shadow) == 0
+        assert target.options.table.parts() == (schema, "mine")
+        assert target.options.marker_table.parts() == (schema, "jetspark_sink_markers")
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(shadow)))

@@ -171,3 +171,25 @@ def test_final_column_guards_the_upsert_of_a_stored_final_row():
                          'WHERE "jetspark_stored"."final" IS NOT TRUE')
     plain = JdbcSinkOptions.parse({**BASE, "commit": "upsert", "keys": "k"})
     assert "WHERE" not in upsert_sql(PostgresTarget(plain, ("k", "n"))).as_string(None)
+
+
+@pytest.mark.parametrize(("option", "value", "instead"), [
+    ("batchsize", "1000", "one COPY"), ("isolationLevel", "SERIALIZABLE", "'guarantee'"),
+    ("truncate", "true", "appends"), ("numPartitions", "8", "repartition"),
+    ("queryTimeout", "30", "'socketTimeout'"),
+    ("createTableColumnTypes", "n INT", "create the table yourself"),
+    ("fetchsize", "100", "Spark's jdbc reader"),
+    ("driver", "com.mysql.cj.jdbc.Driver", "org.postgresql.Driver"),
+])
+def test_sparks_jdbc_options_are_refused_by_name_with_what_to_do(option, value, instead):
+    """format("jdbc") → format("jetjdbc"): a Spark JDBC option jetjdbc does not take fails at start
+    naming it and what to use instead (not as an unknown option)."""
+    with pytest.raises(OptionError) as err:
+        JdbcSinkOptions.parse({"url": "jdbc:postgresql://h/db", "dbtable": "t", option: value})
+    assert err.value.option == option and instead in str(err.value)
+
+
+def test_pgjdbcs_driver_class_is_accepted():
+    opts = JdbcSinkOptions.parse({"url": "jdbc:postgresql://h/db", "dbtable": "t",
+                                  "driver": "org.postgresql.Driver"})
+    assert opts.table == TableName(schema=None, name="t")

@@ -59,6 +59,11 @@ static int check_loaded(void) {
  * and every offset, validity and timestamp buffer, so a record of many empty header entries
  * (8 bytes of offsets each, no data) counts too. read(max_bytes=) may ask for less. */
 #define MAX_CHUNK_BYTES ((size_t)1 << 30)
+/* The most data bytes of a binary column: its offsets are int32. A record that would take a
+ * column past it starts the next chunk (the fuzz build lowers it to reach that path). */
+#ifndef MAX_OFFSET
+#define MAX_OFFSET ((size_t)INT32_MAX)
+#endif
 
 /* ---------------------------------------------------------------- growable buffers */
 
@@ -198,6 +203,25 @@ static int chunk_put(Chunk *c, rd_kafka_message_t *m) {
         return -1;
     c->n++;
     return 0;
+}
+
+/* Whether the record's key, value and header bytes keep every int32 offset of the chunk in range. */
+static int chunk_fits(const Chunk *c, rd_kafka_message_t *m) {
+    if (m->key_len > MAX_OFFSET - c->key.data.len || m->len > MAX_OFFSET - c->value.data.len)
+        return 0;
+    rd_kafka_headers_t *hdrs = NULL;
+    if (!c->headers || rd_kafka_message_headers(m, &hdrs) != RD_KAFKA_RESP_ERR_NO_ERROR || !hdrs)
+        return 1;
+    size_t names = 0, values = 0, size;
+    const char *name;
+    const void *val;
+    for (size_t i = 0; rd_kafka_header_get_all(hdrs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++) {
+        names += strlen(name);
+        values += size;
+        if (names > MAX_OFFSET - c->hkey.data.len || values > MAX_OFFSET - c->hval.data.len)
+            return 0;
+    }
+    return 1;
 }
 
 static size_t bincol_bytes(const BinCol *b) { return b->valid.bits.len + b->offsets.len + b->data.len; }
@@ -412,6 +436,17 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Give back the message next_message() just gave: the next read starts with it. */
+static void unread(Reader *self, rd_kafka_message_t *m) {
+    if (self->pending_at > 0 && self->pending[self->pending_at - 1] == m) {
+        self->pending_at--;
+    } else {  /* polled: nothing else is pending */
+        self->pending[0] = m;
+        self->pending_at = 0;
+        self->pending_n = 1;
+    }
+}
+
 /* The next message: a pending one, else a batch popped without waiting, else one waited
  * for until the deadline. NULL: none within the deadline; *failed set on a queue error. */
 static rd_kafka_message_t *next_message(Reader *self, int64_t deadline, int *failed) {
@@ -460,6 +495,16 @@ static void consume(Reader *self, Chunk *c, int64_t max_rows, int64_t end, int t
         }
         if (m->offset >= end) {
             c->past_end = 1;
+            rd_kafka_message_destroy(m);
+            break;
+        }
+        if (!chunk_fits(c, m)) {
+            if (c->n > 0) {  /* the next chunk starts with it */
+                unread(self, m);
+                break;
+            }
+            c->err = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE;
+            snprintf(c->errstr, sizeof c->errstr, "the record at offset %lld is over 2 GiB", (long long)m->offset);
             rd_kafka_message_destroy(m);
             break;
         }

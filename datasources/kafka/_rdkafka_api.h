@@ -28,6 +28,7 @@ typedef struct rd_kafka_headers_s rd_kafka_headers_t;
 typedef int rd_kafka_resp_err_t;
 #define RD_KAFKA_RESP_ERR_NO_ERROR 0
 #define RD_KAFKA_RESP_ERR__PARTITION_EOF (-191)
+#define RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE 10
 
 typedef int rd_kafka_conf_res_t;
 #define RD_KAFKA_CONF_OK 0

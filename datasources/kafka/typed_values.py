@@ -240,7 +240,7 @@ class TypedValues:
         for schema_id in framed.ids():
             at = np.flatnonzero(framed.schema_ids == schema_id)
             try:
-                program = self._writer_program(client, schema_id)
+                program = self._usable(schema_id, lambda sid=schema_id: self._writer_program(client, sid))
             except _Unusable as e:
                 reasons.set(at, str(e))
                 continue
@@ -264,7 +264,7 @@ class TypedValues:
             client = _client(self.registry)
             for schema_id in framed.ids():
                 try:
-                    self._writer(client, schema_id)
+                    self._usable(schema_id, lambda sid=schema_id: self._writer(client, sid))
                 except _Unusable as e:
                     at = framed.schema_ids == schema_id
                     reasons.set(np.flatnonzero(at), str(e))
@@ -290,10 +290,9 @@ class TypedValues:
             for schema_id in framed.ids():
                 at = np.flatnonzero(framed.schema_ids == schema_id)
                 try:
-                    self._writer(client, schema_id)
-                    file = _writer_file(self.registry, schema_id)
-                except (_Unusable, protobuf_types.ProtobufSchemaError) as e:
-                    reasons.set(at, str(e) if isinstance(e, _Unusable) else f"schema id {schema_id}: {e}")
+                    file = self._usable(schema_id, lambda sid=schema_id: self._writer_file(client, sid))
+                except _Unusable as e:
+                    reasons.set(at, str(e))
                     continue
                 for key in np.unique(keys[at]):
                     rows = at[keys[at] == key]
@@ -308,25 +307,61 @@ class TypedValues:
         reasons.set(take[bad], [protobuf_program.ERRORS[int(c)] for c in codes[bad]])
         return _in_order([decoded], [take], len(values), out_type), reasons.array()
 
+    def _usable(self, schema_id: int, prepare):
+        """What ``prepare()`` makes of writer ``schema_id`` (its program, file or schema), or
+        :class:`_Unusable` saying why the id's records cannot be read — decided once per
+        registry, id and reader for the process. Only a registry that cannot be reached, refuses
+        the credentials (401) or fails (5xx) fails the task (retried); every other failure is
+        the id's, so its records are malformed and the others are read."""
+        key = (self.registry, schema_id, self.fmt, self.reader_text, self.message)
+        with _PROGRAMS_LOCK:
+            why = _UNUSABLE.get(key)
+            ready = _READY.get(key)
+        if why is not None:
+            raise _Unusable(why)
+        if ready is not None:
+            return ready
+        try:
+            ready = prepare()
+            with _PROGRAMS_LOCK:
+                _READY[key] = ready
+            return ready
+        except _Unusable as e:
+            why = str(e)
+        except SchemaRegistryError as e:
+            if not e.answered:
+                raise  # the registry is down or refuses us: the task fails and is retried
+            why = (f"schema id {schema_id} is not in the Schema Registry" if e.status == 404
+                   else f"schema id {schema_id} cannot be had: {e}")
+            if not e.lasting:  # 429: the registry may answer later; this chunk's records are malformed
+                raise _Unusable(_printable(why)) from None
+        except AvroSchemaError as e:
+            why = f"schema id {schema_id} does not resolve to the reader's schema: {e}"
+        except protobuf_types.ProtobufSchemaError as e:
+            why = f"schema id {schema_id}: {e}"
+        except Exception as e:  # a writer schema no compiler takes (KeyError, IsADirectoryError...): the id's
+            why = f"schema id {schema_id} cannot be read: {type(e).__name__}: {str(e)[:200]}"
+        why = _printable(why)
+        with _PROGRAMS_LOCK:
+            if len(_UNUSABLE) >= _MAX_UNUSABLE:
+                del _UNUSABLE[next(iter(_UNUSABLE))]
+            _UNUSABLE[key] = why
+        raise _Unusable(why) from None
+
     def _writer(self, client: RegistryClient, schema_id: int) -> RegisteredSchema:
         """The writer schema ``schema_id`` names, if it is one of this format's."""
-        try:
-            writer = client.schema(schema_id, serialized=self.fmt == "protobuf")
-        except SchemaRegistryError as e:
-            if e.status == 404:
-                raise _Unusable(f"schema id {schema_id} is not in the Schema Registry") from None
-            raise  # the registry is down or refuses us: the task fails and is retried
+        writer = client.schema(schema_id, serialized=self.fmt == "protobuf")
         wanted = _FORMATS[self.fmt]
         if writer.schema_type != wanted.registry_type:
             raise _Unusable(f"schema id {schema_id} is of type {writer.schema_type}, not {wanted.name}")
         return writer
 
     def _writer_program(self, client: RegistryClient, schema_id: int) -> Program:
-        writer = self._writer(client, schema_id)
-        try:
-            return _program(writer.text, self.reader_text)
-        except AvroSchemaError as e:
-            raise _Unusable(f"schema id {schema_id} does not resolve to the reader's schema: {e}") from None
+        return _program(self._writer(client, schema_id).text, self.reader_text)
+
+    def _writer_file(self, client: RegistryClient, schema_id: int):
+        """The file of a writer's Protobuf schema id, its imports asked once per version."""
+        return protobuf_types.registered_file(client, self._writer(client, schema_id))
 
 
 _LAST = threading.local()
@@ -371,6 +406,18 @@ class _Unusable(Exception):
     """A writer schema that cannot decode into the reader's: its records are malformed."""
 
 
+_READY: dict[tuple, object] = {}
+"""Each usable writer id's program, file or schema, by the same key."""
+_UNUSABLE: dict[tuple, str] = {}
+"""Why a writer id cannot be read, by (registry, id, format, reader, message), for the process."""
+_MAX_UNUSABLE = 100_000
+
+
+def _printable(text: str) -> str:
+    """``text`` as a ``valueError`` can hold it (a lone surrogate from a schema escaped)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 _PROGRAMS: dict[tuple[str, str], Program] = {}
 _PROGRAMS_LOCK = threading.Lock()
 
@@ -401,13 +448,6 @@ def _protobuf_program(file_set: str, message: str | None) -> protobuf_program.Pr
         with _PROGRAMS_LOCK:
             _PROTOBUF_PROGRAMS[key] = found
     return found
-
-
-@functools.lru_cache(maxsize=256)
-def _writer_file(settings: RegistrySettings, schema_id: int):
-    """The file of a writer's Protobuf schema id, kept for the process."""
-    client = _client(settings)
-    return protobuf_types.registered_file(client, client.schema(schema_id, serialized=True))
 
 
 def _other_message(file, key: int, reader: str) -> str | None:

@@ -16,12 +16,17 @@ Schema resolution (Avro specification, "Schema Resolution"), as compiled here:
 A record that does not decode (cut short, a union branch or enum index out of range, a
 length beyond the payload) is a null row with an error code (:data:`ERRORS`); the caller
 applies the malformed-record policy. A writer schema the reader cannot resolve raises
-:class:`~jetspark.schemas.avro_types.AvroSchemaError` from :func:`compile_program`.
+:class:`~jetspark.schemas.avro_types.AvroSchemaError` from :func:`compile_program`, and so
+does one that is malformed (a registry that does not check what it stores), recursive (a
+record that contains itself, e.g. a linked list: the program is a tree, and Spark's
+``from_avro`` refuses such schemas too), or whose program would pass :data:`MAX_NODES` (a
+record type used twice by the next, level after level, doubles the program per level).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -47,6 +52,9 @@ _PRIMITIVE_KIND = {"null": K_NULL, "boolean": K_BOOLEAN, "int": K_INT, "long": K
                    "float": K_FLOAT, "double": K_DOUBLE, "bytes": K_BYTES, "string": K_BYTES}
 _PROMOTION = {("int", "long"): O_INT64, ("int", "float"): O_FLOAT32, ("int", "double"): O_FLOAT64,
               ("long", "float"): O_FLOAT32, ("long", "double"): O_FLOAT64, ("float", "double"): O_FLOAT64}
+MAX_NODES = 100_000
+"""The most nodes a compiled program has (5 words each); a larger one is refused."""
+_BUDGET = threading.local()
 _TIME_UNITS = {"timestamp-millis": 1000, "local-timestamp-millis": 1000,
                "timestamp-micros": 1, "local-timestamp-micros": 1}
 
@@ -90,10 +98,54 @@ class Program:
 def compile_program(writer: object, reader: object | None = None) -> Program:
     """The program that decodes records of ``writer`` into the reader's types (the writer's
     own when ``reader`` is None). Raises AvroSchemaError when they do not resolve."""
-    w = _Names().resolve_all(parse(writer))
-    r = w if reader is None else _Names().resolve_all(parse(reader))
-    root = _compile(w, r)
-    return Program(np.array(root.words(), np.int32).tobytes(), root, _arrow(root.spark))
+    _BUDGET.left = MAX_NODES
+    try:
+        w = _Names().resolve_all(parse(writer))
+        r = w if reader is None else _Names().resolve_all(parse(reader))
+        _size(w, {}, ())  # refused before any node is built when too large
+        root = _compile(w, r)
+        words = np.array(root.words(), np.int32).tobytes()
+    except RecursionError:
+        raise AvroSchemaError("the Avro schema nests too deep to compile") from None
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError, IndexError) as e:
+        raise AvroSchemaError(f"not an Avro schema: {type(e).__name__} {str(e)[:80]}") from None
+    return Program(words, root, _arrow(root.spark))
+
+
+def _size(w: object, sizes: dict[int, int], within: tuple) -> int:
+    """The nodes of ``w``'s program (each named type counted once per use, in time linear in
+    the schema's text); AvroSchemaError when it passes MAX_NODES or ``w`` contains itself."""
+    if not isinstance(w, list | Mapping):
+        return 1
+    found = sizes.get(id(w))
+    if found is not None:
+        return found
+    if any(w is outer for outer in within):
+        raise _recursive(w)
+    inside = (*within, w)
+    if isinstance(w, list):
+        size = 1 + sum(_size(b, sizes, inside) for b in w)
+    elif _base(w) in ("record", "error"):
+        size = 1 + sum(_size(f["type"], sizes, inside) for f in w.get("fields", ()))
+    elif _base(w) == "array":
+        size = 1 + _size(w["items"], sizes, inside)
+    elif _base(w) == "map":
+        size = 2 + _size(w["values"], sizes, inside)
+    else:
+        size = 1
+    if size > MAX_NODES:
+        _BUDGET.left = -1
+        _spend()
+    sizes[id(w)] = size
+    return size
+
+
+def _spend() -> None:
+    """One more node of the program being compiled (AvroSchemaError past MAX_NODES)."""
+    _BUDGET.left -= 1
+    if _BUDGET.left < 0:
+        raise AvroSchemaError(f"the program would have more than {MAX_NODES:,} nodes (a record type "
+                              "used many times over, e.g. twice per level, doubles it per level)")
 
 
 def decode(program: Program, starts: np.ndarray, ends: np.ndarray, data: np.ndarray
@@ -186,6 +238,7 @@ def _compile(w: object, r: object | None) -> _Node:
     """The node decoding ``w`` into ``r``'s type; ``r`` None: read and skip."""
     if r is None:
         return _skip(w)
+    _spend()
     if isinstance(w, list):
         return _union(w, r)
     if isinstance(r, list):  # writer X, reader union: X against the branch that takes it
@@ -342,22 +395,31 @@ def _default(schema: object, default: object) -> object:
     return default
 
 
-def _skip(w: object) -> _Node:
-    """A node that reads ``w`` and stores nothing."""
+def _skip(w: object, within: tuple = ()) -> _Node:
+    """A node that reads ``w`` and stores nothing (``within``: the records it is part of)."""
+    _spend()
     if isinstance(w, list):
-        return _Node(K_UNION, store=False, arg=-1, children=[_skip(b) for b in w])
+        return _Node(K_UNION, store=False, arg=-1, children=[_skip(b, within) for b in w])
     base = _base(w)
     if base in ("record", "error"):
-        return _Node(K_RECORD, store=False, children=[_skip(f["type"]) for f in w.get("fields", ())])
+        if any(w is outer for outer in within):
+            raise _recursive(w)
+        inside = (*within, w)
+        return _Node(K_RECORD, store=False, children=[_skip(f["type"], inside) for f in w.get("fields", ())])
     if base == "enum":
         return _Node(K_ENUM, store=False, arg=len(w["symbols"]))
     if base == "array":
-        return _Node(K_ARRAY, store=False, children=[_skip(w["items"])])
+        return _Node(K_ARRAY, store=False, children=[_skip(w["items"], within)])
     if base == "map":
-        return _Node(K_MAP, store=False, children=[_Node(K_BYTES, store=False), _skip(w["values"])])
+        return _Node(K_MAP, store=False, children=[_Node(K_BYTES, store=False), _skip(w["values"], within)])
     if base == "fixed":
         return _Node(K_FIXED, store=False, arg=fixed_size(w))
     return _Node(_PRIMITIVE_KIND[base], store=False)
+
+
+def _recursive(w: Mapping) -> AvroSchemaError:
+    return AvroSchemaError(f"the record {w.get('_full')} contains itself (a recursive schema, such as "
+                           "a linked list): jetspark reads none, as Spark's from_avro by default")
 
 
 def _unresolved(w: object, r: object) -> AvroSchemaError:

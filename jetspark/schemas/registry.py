@@ -3,8 +3,15 @@ also serves it): schemas by id, a subject's versions, registration.
 
 Schemas are immutable once they have an id, so :meth:`RegistryClient.schema` keeps each one
 for the life of the process (every client of the same registry shares it): a read task asks
-the registry once per schema id and worker process, never per record. A subject's *latest*
-version is asked for each time it is wanted (it moves).
+the registry once per schema id and worker process, never per record. So is a refusal about
+the id itself (a 4xx answer other than 401, 408 and 429, or a body that is no schema): 2,000
+unknown ids cost 2,000 requests once, not on every replay. A numbered version of a subject
+(what a Protobuf schema's imports name) is kept likewise; a subject's *latest* version is
+asked for each time it is wanted (it moves).
+
+Every request has a total deadline, ``schemaRegistry.timeout`` (over its URLs, its retries
+after HTTP 429 — waiting as ``Retry-After`` asks, within the deadline — and the reading of the
+body), and reads at most :data:`MAX_BODY_BYTES` of an answer.
 
 Settings are those of confluent-kafka's ``SchemaRegistryClient`` under the option prefix
 ``schemaRegistry.``; credentials (``basic.auth.user.info``, ``bearer.auth.token``,
@@ -17,6 +24,7 @@ import base64
 import json
 import ssl
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -35,15 +43,31 @@ _CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 _RETRIABLE = (408, 429, 500, 502, 503, 504)
 """Answers after which the next URL is asked (confluent-kafka's client does the same)."""
 _DEFAULT_TIMEOUT_MS = 30_000
+MAX_BODY_BYTES = 8 << 20
+"""The largest answer read (8 MiB): a larger schema is refused, its body never held whole."""
+_MAX_REMEMBERED = 100_000
+"""The most refusals kept per process (the oldest go first)."""
+_FIRST_BACKOFF_S = 0.1
 
 
 class SchemaRegistryError(JetsparkError):
     """The Schema Registry could not be reached, or refused or did not know what was asked."""
 
-    def __init__(self, message: str, status: int | None = None, error_code: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, error_code: int | None = None, *,
+                 answered: bool | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.error_code = error_code
+        self.answered = (status is not None and 400 <= status < 500 and status not in (401, 408)
+                         if answered is None else answered)
+        """The registry answered about what was asked (a 4xx other than 401 and 408, or a body
+        that is no schema): the schema cannot be had, and asking again changes nothing (but
+        429). False: the registry could not be reached, refused the credentials or failed."""
+
+    @property
+    def lasting(self) -> bool:
+        """An answer about the request that asking again would repeat (kept for the process)."""
+        return self.answered and self.status != 429
 
 
 @dataclass(frozen=True)
@@ -113,9 +137,32 @@ class RegisteredSchema:
     version: int | None = None
 
 
-_BY_ID: dict[tuple[tuple[str, ...], int, bool], RegisteredSchema] = {}
+_BY_ID: dict[tuple, RegisteredSchema | SchemaRegistryError] = {}
+"""Schemas by (URLs, id, serialized) and numbered versions by (URLs, subject, version,
+serialized), and the lasting refusals of either."""
 _SERIALIZED = "?format=serialized"
 _BY_ID_LOCK = threading.Lock()
+
+
+def _remembered(key: tuple, ask) -> RegisteredSchema:
+    """The answer kept for ``key``, else ``ask()``'s, kept (a lasting refusal too, re-raised)."""
+    with _BY_ID_LOCK:
+        found = _BY_ID.get(key)
+    if found is None:
+        try:
+            found = ask()
+        except SchemaRegistryError as e:
+            if not e.lasting:
+                raise
+            found = e
+        with _BY_ID_LOCK:
+            refusals = [k for k, v in _BY_ID.items() if isinstance(v, SchemaRegistryError)]
+            if isinstance(found, SchemaRegistryError) and len(refusals) >= _MAX_REMEMBERED:
+                del _BY_ID[refusals[0]]
+            _BY_ID[key] = found
+    if isinstance(found, SchemaRegistryError):
+        raise SchemaRegistryError(str(found), found.status, found.error_code, answered=True)
+    return found
 
 
 class RegistryClient:
@@ -136,25 +183,25 @@ class RegistryClient:
         """The schema with this id (cached for the process). ``serialized``: a Protobuf schema
         as a base64 ``FileDescriptorProto`` rather than ``.proto`` text (Confluent's
         ``?format=serialized``; a registry that stored the serialized form gives it anyway)."""
-        key = (self.settings.urls, schema_id, serialized)
-        with _BY_ID_LOCK:
-            found = _BY_ID.get(key)
-        if found is not None:
-            return found
-        body = self._get(f"/schemas/ids/{schema_id}{_SERIALIZED if serialized else ''}")
-        found = _registered(body, schema_id)
-        with _BY_ID_LOCK:
-            _BY_ID[key] = found
-        return found
+        path = f"/schemas/ids/{schema_id}{_SERIALIZED if serialized else ''}"
+        return _remembered((self.settings.urls, schema_id, serialized),
+                           lambda: _registered(self._get(path), schema_id, path=path))
 
     def version(self, subject: str, version: int | None = None, *,
                 serialized: bool = False) -> RegisteredSchema:
         """Version ``version`` of ``subject`` (None: its latest version now); ``serialized`` as
         for :meth:`schema`."""
         which = "latest" if version is None else str(version)
-        body = self._get(f"/subjects/{_quote(subject)}/versions/{which}{_SERIALIZED if serialized else ''}")
-        return _registered(body, int(body["id"]), subject=body.get("subject", subject),
-                           version=int(body["version"]))
+        path = f"/subjects/{_quote(subject)}/versions/{which}{_SERIALIZED if serialized else ''}"
+
+        def ask() -> RegisteredSchema:
+            body = self._get(path)
+            return _registered(body, None, subject=body.get("subject", subject) if isinstance(body, dict)
+                               else subject, version=version, path=path)
+
+        if version is None:
+            return ask()
+        return _remembered((self.settings.urls, subject, version, serialized), ask)
 
     def register(self, subject: str, schema_type: str, text: str) -> int:
         """Register ``text`` under ``subject`` (or find it there); its schema id."""
@@ -173,36 +220,49 @@ class RegistryClient:
         return _registered(body, int(body["id"]), subject=subject, version=int(body["version"]))
 
     # -- HTTP ---------------------------------------------------------------------------------
-    def _get(self, path: str) -> dict:
+    def _get(self, path: str) -> object:
         return self._request("GET", path, None)
 
-    def _request(self, method: str, path: str, payload: dict | None) -> dict:
+    def _request(self, method: str, path: str, payload: dict | None) -> object:
         data = None if payload is None else json.dumps(payload).encode()
-        failures = []
-        for base in self.settings.urls:  # the next URL when one cannot answer now (as confluent-kafka)
-            request = urllib.request.Request(_without_user_info(base) + path, data=data, method=method,
-                                             headers=self._headers(base, payload is not None))
-            try:
-                with self._opener.open(request, timeout=self.settings.timeout_s) as response:
-                    body = response.read()
-            except urllib.error.HTTPError as e:
-                error = _answer_error(e, method, path, base)
-                if e.code not in _RETRIABLE:
-                    raise error from None
-                failures.append(str(error))
-                continue
-            except (urllib.error.URLError, OSError) as e:
-                failures.append(f"{mask_userinfo(base)}: {getattr(e, 'reason', e)}")
-                continue
-            try:
-                return json.loads(body or b"{}")
-            except ValueError:
-                raise SchemaRegistryError(
-                    f"the Schema Registry at {mask_userinfo(base)} answered {method} {path} with something "
-                    f"that is not JSON ({body[:60]!r}): is {PREFIX}url the registry's API?") from None
+        deadline = time.monotonic() + self.settings.timeout_s
+        failures: list[str] = []
+        throttled: SchemaRegistryError | None = None
+        backoff = _FIRST_BACKOFF_S
+        while True:
+            wait = None
+            for base in self.settings.urls:  # the next URL when one cannot answer now (as confluent-kafka)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                request = urllib.request.Request(_without_user_info(base) + path, data=data, method=method,
+                                                 headers=self._headers(base, payload is not None))
+                try:
+                    with self._opener.open(request, timeout=left) as response:
+                        body = _body(response, deadline, method, path, base)
+                except urllib.error.HTTPError as e:
+                    error = _answer_error(e, method, path, base)
+                    if e.code not in _RETRIABLE:
+                        raise error from None
+                    failures.append(str(error))
+                    if e.code == 429:
+                        throttled, wait = error, max(backoff, _retry_after(e, backoff))
+                    continue
+                except (urllib.error.URLError, OSError) as e:
+                    failures.append(f"{mask_userinfo(base)}: {getattr(e, 'reason', e)}")
+                    continue
+                return _json(body, method, path, base)
+            left = deadline - time.monotonic()
+            if wait is None or left <= 0:
+                break
+            time.sleep(min(wait, left))  # throttled (429): ask again when it says, within the deadline
+            backoff *= 2
+        if throttled is not None:
+            raise throttled  # the registry is there, but will not answer this now
         raise SchemaRegistryError(
-            f"cannot reach the Schema Registry ({PREFIX}url) for {method} {path}: {'; '.join(failures)} "
-            f"(each waited up to {self.settings.timeout_s:g} s, {PREFIX}timeout)")
+            f"cannot reach the Schema Registry ({PREFIX}url) for {method} {path}: "
+            f"{'; '.join(failures[-4:]) or 'no answer in time'} (waited up to {self.settings.timeout_s:g} s "
+            f"in all, {PREFIX}timeout)")
 
     def _headers(self, base: str, has_body: bool) -> dict[str, str]:
         headers = {"Accept": _CONTENT_TYPE}
@@ -228,18 +288,69 @@ def _quote(subject: str) -> str:
     return urllib.parse.quote(subject, safe="")
 
 
-def _registered(body: dict, schema_id: int, *, subject: str | None = None,
-                version: int | None = None) -> RegisteredSchema:
-    refs = tuple((r["name"], r["subject"], int(r["version"])) for r in body.get("references") or ())
-    return RegisteredSchema(schema_id=schema_id, schema_type=body.get("schemaType") or "AVRO",
-                            text=body["schema"], references=refs, subject=subject, version=version)
+def _registered(body: object, schema_id: int | None, *, subject: str | None = None,
+                version: int | None = None, path: str = "") -> RegisteredSchema:
+    """The schema of an answer; a body that is no schema (a registry that does not check what
+    it stores, or not the registry) is a lasting refusal of what was asked."""
+    try:
+        refs = tuple((_text(r["name"]), _text(r["subject"]), int(r["version"]))
+                     for r in body.get("references") or ())
+        return RegisteredSchema(
+            schema_id=int(body["id"]) if schema_id is None else schema_id,
+            schema_type=_text(body.get("schemaType") or "AVRO"), text=_text(body["schema"]),
+            references=refs, subject=subject,
+            version=int(body["version"]) if version is None and "version" in body else version)
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError) as e:
+        raise SchemaRegistryError(f"the Schema Registry answered GET {path} with no schema "
+                                  f"({type(e).__name__}: {str(e)[:80]})", answered=True) from None
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{type(value).__name__} where a string belongs")
+    return value
+
+
+def _body(response, deadline: float, method: str, path: str, base: str) -> bytes:
+    """The answer's body: at most MAX_BODY_BYTES, read before the deadline (TimeoutError)."""
+    chunks, size = [], 0
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the answer did not arrive in time")
+        chunk = response.read1(1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise SchemaRegistryError(
+                f"the Schema Registry at {mask_userinfo(base)} answered {method} {path} with more than "
+                f"{MAX_BODY_BYTES >> 20} MiB (not read further)", answered=True)
+        chunks.append(chunk)
+
+
+def _json(body: bytes, method: str, path: str, base: str) -> object:
+    try:
+        return json.loads(body or b"{}")
+    except ValueError:
+        raise SchemaRegistryError(
+            f"the Schema Registry at {mask_userinfo(base)} answered {method} {path} with something that "
+            f"is not JSON ({body[:60]!r}): is {PREFIX}url the registry's API?") from None
+
+
+def _retry_after(e: urllib.error.HTTPError, backoff: float) -> float:
+    """How long to wait after a 429: its ``Retry-After`` seconds, else ``backoff``."""
+    try:
+        return max(0.0, float(e.headers.get("Retry-After", backoff)))
+    except (TypeError, ValueError):
+        return backoff
 
 
 def _answer_error(e: urllib.error.HTTPError, method: str, path: str, base: str) -> SchemaRegistryError:
     """The registry's refusal, with its own error code and message (Confluent's error body)."""
     try:
-        body = json.loads(e.read() or b"{}")
-    except ValueError:
+        body = json.loads(e.read(64 << 10) or b"{}")
+        body = body if isinstance(body, dict) else {}
+    except (ValueError, OSError):
         body = {}
     code = body.get("error_code")
     text = body.get("message") or e.reason

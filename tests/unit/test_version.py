@@ -1,33 +1,36 @@
-"""One version source: pyproject.toml's version, as installed, is jetspark.__version__ and what
-``jetspark --version`` prints; the package ships py.typed."""
+"""The version agrees everywhere it is written: pyproject.toml (the one source that
+``jetspark.__version__`` and ``jetspark --version`` read once installed), the CHANGELOG's
+latest released entry, and the pages that name the release a user upgrades to."""
 
 from __future__ import annotations
 
+import re
 import tomllib
-from pathlib import Path
 
-import pytest
+from tests.readme import ROOT
 
-import jetspark
-from jetspark.devtools import cli
-
-ROOT = Path(__file__).resolve().parents[2]
+_RELEASE = re.compile(r"^## (\d+\.\d+\.\d+) — (\d{4}-\d{2}-\d{2})$", re.M)
 
 
-def test_version_is_pyprojects():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert "version" in project, "pyproject.toml must hold the version"
-    assert jetspark.__version__ == project["version"]
+def _version() -> str:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
-def test_cli_prints_the_version(capsys):
-    with pytest.raises(SystemExit) as done:
-        cli.main(["--version"])
-    assert done.value.code == 0
-    assert capsys.readouterr().out.startswith(f"jetspark {jetspark.__version__} (PySpark 4.3")
+def test_changelogs_latest_release_is_the_version():
+    text = (ROOT / "CHANGELOG.md").read_text()
+    releases = _RELEASE.findall(text)
+    assert releases, "CHANGELOG.md has no '## X.Y.Z — YYYY-MM-DD' entry"
+    latest = releases[0][0]
+    assert latest == _version(), f"CHANGELOG's latest release {latest} != pyproject's {_version()}"
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert headings[0] in ("Unreleased", f"{_version()} — {releases[0][1]}"), headings[:2]
 
 
-def test_py_typed_is_shipped():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert (ROOT / "jetspark" / "py.typed").exists()
-    assert "py.typed" in project["tool"]["setuptools"]["package-data"]["jetspark"]
+def test_pages_name_the_version_they_describe():
+    version = _version()
+    for page in ("docs/how-to/migrate-from-kafka.md", "docs/how-to/upgrade.md"):
+        assert version in (ROOT / page).read_text(), f"{page} does not name {version}"
+
+
+def test_the_package_keeps_no_version_of_its_own():
+    assert not re.search(r"__version__\s*=\s*['\"]", (ROOT / "jetspark" / "__init__.py").read_text())

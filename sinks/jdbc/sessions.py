@@ -7,9 +7,12 @@ commits it, and an executor's worker runs task after task. A new session costs a
 TLS) handshake, the password exchange (SCRAM) and the backend's start — tens of ms, several
 times per micro-batch. So a session that ends cleanly, with no transaction open (a task's
 transaction is prepared or committed by then), stays idle in its process for the next use;
-one that ends with an error, or inside a transaction, is closed. An idle session is checked
-with one round trip when it is taken again, and a dead one (a server restart,
-``idle_session_timeout``) is replaced by a new session. A worker holds at most one idle
+one that ends with an error, or inside a transaction, is closed. An idle session is reset and
+checked with one round trip when it is taken again (``DISCARD ALL``: what server-side code of
+the last use changed for the session — ``SET ROLE``, ``set_config(…, false)``, temporary
+tables, advisory locks — is undone, settings back to the role's and connection's defaults),
+and a dead one (a server restart, ``idle_session_timeout``) is replaced by a new session. The
+taker's ``socketTimeout`` then applies to it, whichever sink used it before. A worker holds at most one idle
 session per target server and role, so the idle sessions of a query are at most the Python
 workers that run its tasks (plus two on the driver), fewer than its writing tasks at once.
 """
@@ -47,8 +50,9 @@ def take(options: JdbcSinkOptions, *, autocommit: bool = True) -> psycopg.Connec
         conn = _idle.pop(key, None)
     if conn is not None:
         try:
+            conn.socket_timeout_s = options.socket_timeout_ms / 1000 or None  # the taker's, not the last's
             conn.autocommit = True
-            conn.execute("SELECT 1")
+            conn.execute("DISCARD ALL")  # reset and liveness check; psycopg forgets its prepared statements
             conn.autocommit = autocommit
             return conn
         except psycopg.Error:

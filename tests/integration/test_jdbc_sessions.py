@@ -4,12 +4,16 @@ a transaction open, replaced when the server ended it."""
 
 from __future__ import annotations
 
+import uuid
+
 import psycopg
 import pyarrow as pa
 import pytest
+from psycopg import sql
 from pyspark.sql import types as T
 
 from jetspark.sinks.jdbc import sessions
+from jetspark.sinks.jdbc.connection import ServerTimeout
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
 from jetspark.sinks.jdbc.resource import PostgresResource
 from jetspark.sinks.jdbc.target import prepare_target
@@ -79,3 +83,77 @@ def test_two_phase_tasks_and_the_driver_share_one_session(options, pg_dsn: str) 
     assert len(backends) == 1
     with psycopg.connect(pg_dsn) as conn:
         assert sorted(r[0] for r in conn.execute(f"SELECT id FROM {options.table}")) == [1, 11]
+
+
+# --- what one use leaves in a session never reaches the next -------------------------------------
+
+def test_the_taker_s_socket_timeout_applies_to_a_pooled_session(options, pg_dsn: str) -> None:
+    with sessions.session(options) as conn:  # socketTimeout: the default 5 minutes
+        first = _backend(conn)
+    short = JdbcSinkOptions.parse({"url": pg_dsn, "table": str(options.table), "socketTimeout": "1 second"})
+    with pytest.raises(ServerTimeout, match="socketTimeout=1 s"), sessions.session(short) as conn:
+        assert _backend(conn) == first  # the same server and role: the idle session is reused
+        conn.execute("SELECT pg_sleep(30)")
+
+
+def test_session_settings_changed_by_server_side_code_do_not_survive(options, pg_dsn: str) -> None:
+    """A trigger on the table (code of its owner, run as the sink's role) sets the role and the
+    search_path for the whole session; the next use of the pooled session has neither."""
+    other = f"jet_sess_{uuid.uuid4().hex[:10]}"
+    schema = T.StructType([T.StructField("id", T.LongType())])
+    target = prepare_target(options, schema, False)
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(other)))
+        admin.execute(sql.SQL("GRANT {o} TO current_user; GRANT USAGE ON SCHEMA {s} TO {o}; "
+                              "GRANT ALL ON ALL TABLES IN SCHEMA {s} TO {o}").format(
+            o=sql.Identifier(other), s=sql.Identifier(options.table.schema)))
+        admin.execute(sql.SQL("""
+            CREATE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN
+                PERFORM set_config('search_path', 'pg_catalog', false);
+                PERFORM set_config('role', {r}, false);
+                RETURN NEW; END$$;
+            CREATE TRIGGER sticky AFTER INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION {f}()""").format(
+            f=sql.Identifier(options.table.schema, "sticky"), r=sql.Literal(other),
+            t=sql.Identifier(*options.table.parts())))
+        baseline = admin.execute("SELECT current_user::text, current_setting('search_path')").fetchone()
+    try:
+        with PostgresResource(target, two_phase=False) as resource:
+            write_partition(resource, PartitionKey("s2", 0, 0, 0),
+                            iter([pa.record_batch([pa.array([1])], names=["id"])]))
+            used = _backend(resource.conn)
+            assert resource.conn.execute("SELECT current_user::text").fetchone() == (other,)
+        with sessions.session(options) as conn:
+            assert _backend(conn) == used
+            assert conn.execute("SELECT current_user::text, current_setting('search_path')").fetchone() \
+                == baseline
+    finally:
+        sessions.close_idle()
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP TRIGGER sticky ON {}; DROP OWNED BY {o}; DROP ROLE {o}").format(
+                sql.Identifier(*options.table.parts()), o=sql.Identifier(other)))
+
+
+def test_pooled_sessions_are_never_shared_across_roles_or_servers(options, pg_dsn: str) -> None:
+    """One idle session per (server, role): a sink of another role, or naming its server
+    otherwise (here: the same one in libpq's key=value form), never gets a session of this one."""
+    role, password = f"jet_sess_{uuid.uuid4().hex[:10]}", uuid.uuid4().hex
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(role),
+                                                                        sql.Literal(password)))
+    try:
+        as_role = JdbcSinkOptions.parse({"url": pg_dsn, "table": str(options.table), "user": role,
+                                         "password": password})
+        key_value = psycopg.conninfo.make_conninfo(**psycopg.conninfo.conninfo_to_dict(pg_dsn))
+        elsewhere = JdbcSinkOptions.parse({"url": key_value, "table": str(options.table)})
+        seen = {}
+        uses = (("sink", options), ("role", as_role), ("server", elsewhere), ("sink again", options))
+        for name, opts in uses:
+            with sessions.session(opts) as conn:
+                seen[name] = (_backend(conn), conn.execute("SELECT session_user::text").fetchone()[0])
+        assert seen["sink again"] == seen["sink"]
+        assert seen["role"][1] == role and seen["role"][0] != seen["sink"][0]
+        assert seen["server"][0] not in (seen["sink"][0], seen["role"][0])
+    finally:
+        sessions.close_idle()
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))

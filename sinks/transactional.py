@@ -25,12 +25,15 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
 from jetspark import faults
 from jetspark.errors import JetsparkError
+
+if TYPE_CHECKING:  # a commit runner (on the driver) has no use for pyarrow
+    import pyarrow as pa
 
 # Fault-injection points (jetspark.faults) of every sink.
 DURING_WRITE = "sink.during_write"

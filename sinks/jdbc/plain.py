@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import pyarrow as pa
 from psycopg import sql
 
 from jetspark import faults
-from jetspark.sinks.jdbc.rejected import RejectingCopy
 from jetspark.sinks.jdbc.sessions import session
 from jetspark.sinks.jdbc.target import PostgresTarget
 from jetspark.sinks.transactional import DURING_WRITE, PartitionKey
+
+if TYPE_CHECKING:  # pyarrow and the COPY with rejects: in the writing task only, not the commit runner
+    import pyarrow as pa
 
 STAGING = "jetspark_staging"
 STORED = "jetspark_stored"
@@ -28,6 +29,8 @@ class Written(NamedTuple):
 def copy_append(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.RecordBatch]) -> Written:
     """``commit=none`` (at-least-once): COPY every batch into the table in one transaction per task."""
     with session(target.options, autocommit=False) as conn:
+        from jetspark.sinks.jdbc.rejected import RejectingCopy
+
         copy = RejectingCopy(conn, target.copy_sql(), key, target.options)
         for batch in batches:
             if batch.num_rows:
@@ -52,6 +55,8 @@ def copy_upsert(target: PostgresTarget, key: PartitionKey, batches: Iterable[pa.
     with session(options, autocommit=False) as conn, conn.cursor() as cur:
         cur.execute(sql.SQL("CREATE TEMPORARY TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
                             "ON COMMIT DROP").format(staging, target.table_sql))
+        from jetspark.sinks.jdbc.rejected import RejectingCopy
+
         copy = RejectingCopy(conn, target.copy_sql(staging), key, options)
         for batch in batches:
             if batch.num_rows:

@@ -22,16 +22,20 @@ import re
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import psycopg
-import pyarrow as pa
 from psycopg import errors, sql
 
 from jetspark import faults
 from jetspark.sinks.jdbc import sessions
-from jetspark.sinks.jdbc.rejected import RejectingCopy
 from jetspark.sinks.jdbc.target import MARKER_COLUMNS, PostgresTarget
 from jetspark.sinks.transactional import DURING_RECOVERY, PartitionKey, SinkError, TransactionalResource
+
+if TYPE_CHECKING:  # pyarrow and the COPY with rejects: in the writing task only, not the commit runner
+    import pyarrow as pa
+
+    from jetspark.sinks.jdbc.rejected import RejectingCopy
 
 GID_PREFIX = "jetspark"
 _NONCE_RE = re.compile(r"[0-9a-f]{32}")
@@ -93,6 +97,8 @@ class PostgresResource(TransactionalResource):
 
     def begin(self, key: PartitionKey) -> None:
         self._key = key
+        from jetspark.sinks.jdbc.rejected import RejectingCopy
+
         self._copy = RejectingCopy(self.conn, self.target.copy_sql(), key, self.target.options)
         self.conn.execute("BEGIN")
         self.conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{LOCK_WAIT_S}s")))

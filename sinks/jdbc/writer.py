@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -44,6 +44,9 @@ from jetspark.sinks.transactional import (
     task_key,
     write_partition,
 )
+
+if TYPE_CHECKING:  # the commit runner (on the driver) has no use for pyarrow
+    import pyarrow as pa
 
 #: Markers of the last this many batches are kept (only the last batch can be replayed).
 MARKER_RETENTION_BATCHES = 100

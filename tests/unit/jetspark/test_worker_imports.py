@@ -19,7 +19,8 @@ CASES = {
     # the data sources' planners, readers and the sink's commit runner: no pandas, no windowing
     "pyspark_jetkafka": ("pandas", "jetspark.windowing"),
     "pyspark_jetrabbitmq": ("pandas", "jetspark.windowing"),
-    "pyspark_jetjdbc": ("pandas", "jetspark.windowing"),
+    # jetjdbc's commit runner (a Python process on the driver) only commits: no pyarrow, no numpy
+    "pyspark_jetjdbc": ("pandas", "jetspark.windowing", "pyarrow", "numpy"),
     "jetspark.datasources.kafka.source": ("pandas", "jetspark.windowing"),
     "jetspark.datasources.rabbitmq.source": ("pandas", "jetspark.windowing"),
     "jetspark.sinks.jdbc.writer": ("pandas", "jetspark.windowing"),

@@ -25,7 +25,8 @@ worker still takes down the driver JVM. The scope changes what dies:
 An executor's Python workers see the environment of the executor, not of the driver's
 script: a test arms them with ``spark.executorEnv.JETSPARK_FAULT`` (and ``…_STATE``),
 as tests/faults_harness.py does. Without ``JETSPARK_FAULT`` a point costs one dictionary
-lookup.
+lookup. The state and ``<gate>.held`` files are opened without following a symlink (they
+may lie in a shared temporary folder, where another user could plant one) and made 0600.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import time
 ENV_POINT = "JETSPARK_FAULT"
 ENV_STATE = "JETSPARK_FAULT_STATE"
 ENV_GATE = "JETSPARK_FAULT_GATE"
+_NO_LINK = os.O_NOFOLLOW | os.O_CLOEXEC
 EXECUTOR_CLASSES = "org.apache.spark.executor."
 """The package of every executor's main class (``CoarseGrainedExecutorBackend``, YARN's …)."""
 
@@ -58,7 +60,7 @@ def point(name: str) -> None:
     state = os.environ.get(ENV_STATE)
     hits = 1
     if state:
-        fd = os.open(state, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(state, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NO_LINK, 0o600)
         try:
             os.write(fd, b".")
             # this hit's ordinal: where its own byte ended (an append is atomic), not the file's
@@ -80,8 +82,7 @@ def point(name: str) -> None:
 
 def _hold(gate: str) -> None:
     """Say "held" and wait until the test opens the gate."""
-    with open(gate + ".held", "w"):
-        pass
+    os.close(os.open(gate + ".held", os.O_WRONLY | os.O_CREAT | _NO_LINK, 0o600))
     while not os.path.exists(gate):
         time.sleep(0.05)
 

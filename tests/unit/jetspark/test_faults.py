@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from jetspark import faults
 from jetspark.faults import FaultError, executor_jvm
 from tests.faults_harness import run_script
 
@@ -168,3 +169,19 @@ def test_a_hit_counts_its_own_ordinal_when_another_process_hits_at_once(tmp_path
     monkeypatch.setattr(faults, "_kill_session", lambda sid: fired.append("session"))
     faults.point("demo.step")
     assert fired[:1] == ["worker"] and state.stat().st_size == 2
+
+
+@pytest.mark.parametrize("which", ["state", "held"])
+def test_fault_files_are_never_written_through_a_planted_symlink(which, tmp_path, monkeypatch):
+    victim = tmp_path / "victim"  # stands for a file of the user running the tests
+    victim.write_text("keep\n")
+    gate = tmp_path / "gate"
+    gate.touch()  # open: a hold returns at once
+    link = tmp_path / ("state" if which == "state" else "gate.held")
+    link.symlink_to(victim)
+    monkeypatch.setenv("JETSPARK_FAULT", "x:hold")
+    monkeypatch.setenv("JETSPARK_FAULT_GATE", str(gate))
+    monkeypatch.setenv("JETSPARK_FAULT_STATE", str(link if which == "state" else tmp_path / "hits"))
+    with pytest.raises(OSError):
+        faults.point("x")
+    assert victim.read_text() == "keep\n" and link.is_symlink()

@@ -81,7 +81,7 @@ def fuzz(folder: Path, work: Path, *, examples: int, seed: int | None, kafka: bo
     })
     args = [sys.executable, "-m", "tests.native_fuzz", str(folder), str(corpus), str(examples),
             "random" if seed is None else str(seed), "kafka" if kafka else "no-kafka"]
-    cpu = 120 + examples // 2  # seconds: a decoder that loops for ever is killed (SIGXCPU), not waited for
+    cpu = 60 + examples // 10  # CPU seconds, several times what a run takes: a decoder that loops is killed
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))

@@ -22,6 +22,8 @@ _MAGIC = b"JSBLOOM1"
 _HEADER = struct.Struct("<8sQIQqQ")  # magic, m, k, n (IDs), newest commit ms, probe hash
 _PROBE = "jetspark-bloom-probe"
 MAX_BITS_PER_ID = 10  # ~1 % false positives with k = 7
+MAX_K = 32
+"""More hashes than a filter of ours ever has (7); a file's ``k`` beyond it is not ours."""
 
 
 def hash64(ids: Sequence[str] | np.ndarray) -> np.ndarray:
@@ -89,10 +91,14 @@ class BloomFilter:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> BloomFilter | None:
-        """The stored filter; None when it is not one or was hashed differently."""
+        """The stored filter; None when it is not one, was hashed differently, or its sizes are
+        not ones we write (``k`` outside 1..MAX_K, or 0 with no bits; ``m`` not whole bytes):
+        a file's ``k`` sets the work and memory of every lookup, so it is never trusted."""
         if len(data) < _HEADER.size:
             return None
         magic, m, k, n, newest, probe = _HEADER.unpack_from(data)
-        if magic != _MAGIC or probe != _PROBE_HASH or len(data) != _HEADER.size + m // 8:
+        if magic != _MAGIC or probe != _PROBE_HASH or len(data) != _HEADER.size + m // 8 or m % 8:
+            return None
+        if not (1 <= k <= MAX_K if m else k == 0):
             return None
         return cls(m, k, n, newest, np.frombuffer(data, np.uint8, offset=_HEADER.size).copy())

@@ -125,3 +125,22 @@ def test_a_folded_bloom_filter_still_has_no_false_negatives(added, folds):
     for _ in range(folds):
         f.fold()
     assert f.might_contain(hashes).all()
+
+
+def test_a_filter_s_k_is_bounded_not_trusted(tmp_path):
+    """k sets each lookup's work and memory (k x IDs positions): a file's k of 2**31 is not a
+    filter of ours, and the segment's filter is rebuilt from its IDs."""
+    from jetspark.datasources.rabbitmq.bloom import _HEADER, BloomFilter
+
+    store = DedupStore(str(tmp_path), retention_ms=60_000, clock=Clock())
+    store.add(["a", "b"], end_seq=1)
+    path = tmp_path / "dedup" / "seg-00000000000000000001.bloom"
+    data = bytearray(path.read_bytes())
+    magic, m, _k, n, newest, probe = _HEADER.unpack_from(data)
+    for k in (2**31, 0, 33):
+        _HEADER.pack_into(data, 0, magic, m, k, n, newest, probe)
+        assert BloomFilter.from_bytes(bytes(data)) is None, k
+    path.write_bytes(bytes(data))
+    reopened = DedupStore(str(tmp_path), retention_ms=60_000, clock=Clock())
+    assert "a" in reopened and "b" in reopened and "c" not in reopened
+    assert BloomFilter.from_bytes(path.read_bytes()).k == 7

@@ -48,20 +48,16 @@ def run(df, tmp_path, name=None, *, available_now=True, checkpoint=None):
     return query, rows
 
 
-def data_rows(rows):
-    return [r for r in rows if not r.heartbeat]
-
-
 def test_exact_records_for_given_starting_offsets(jk, kafka_bootstrap, kafka_topic, tmp_path):
     topic = kafka_topic(2)
     produce(kafka_bootstrap, topic, numbered(0, 0, 20) + numbered(1, 0, 20, ts0=BASE_TS + 500))
     df = stream(jk, kafka_bootstrap, topic, startingOffsets=json.dumps({topic: {"0": 5, "1": -2}}))
     _, rows = run(df, tmp_path)
     got = sorted((r.partition, r.offset, r.key, r.value, r.topic, r.timestampType,
-                  int(r.timestamp.timestamp() * 1000), r.late) for r in data_rows(rows))
-    want = sorted([(0, i, f"r0-{i}".encode(), f"v{i}".encode(), topic, 0, BASE_TS + i * 1000, False)
+                  int(r.timestamp.timestamp() * 1000)) for r in rows)
+    want = sorted([(0, i, f"r0-{i}".encode(), f"v{i}".encode(), topic, 0, BASE_TS + i * 1000)
                    for i in range(5, 20)] +
-                  [(1, i, f"r1-{i}".encode(), f"v{i}".encode(), topic, 0, BASE_TS + 500 + i * 1000, False)
+                  [(1, i, f"r1-{i}".encode(), f"v{i}".encode(), topic, 0, BASE_TS + 500 + i * 1000)
                    for i in range(20)])
     assert got == want
 
@@ -73,7 +69,7 @@ def test_max_offsets_per_trigger_and_available_now(jk, kafka_bootstrap, kafka_to
     query, rows = run(df, tmp_path)
     sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
     assert max(sizes) <= 30 and len(sizes) >= 4 and sum(sizes) == 100
-    keys = sorted(r.key for r in data_rows(rows))
+    keys = sorted(r.key for r in rows)
     assert keys == sorted(k for _, k, _, _ in numbered(0, 0, 60) + numbered(1, 0, 40))
 
 
@@ -89,7 +85,7 @@ def test_min_offsets_per_trigger_waits_for_enough_data(jk, kafka_bootstrap, kafk
         assert jk.sql(f"SELECT * FROM {name}").count() == 0
         produce(kafka_bootstrap, topic, numbered(0, 10, 20))
         query.processAllAvailable()
-        assert jk.sql(f"SELECT * FROM {name} WHERE NOT heartbeat").count() == 30
+        assert jk.sql(f"SELECT * FROM {name}").count() == 30
     finally:
         query.stop()
 
@@ -101,7 +97,7 @@ def test_headers(jk, kafka_bootstrap, kafka_topic, tmp_path):
         (0, None, None, BASE_TS + 1, None),
     ])
     _, rows = run(stream(jk, kafka_bootstrap, topic, includeHeaders="true"), tmp_path)
-    rows = sorted(data_rows(rows), key=lambda r: r.offset)
+    rows = sorted(rows, key=lambda r: r.offset)
     assert [(h.key, h.value) for h in rows[0].headers] == [("h1", b"a"), ("h2", None), ("h1", b"b")]
     assert rows[1].headers is None and rows[1].key is None and rows[1].value is None
 
@@ -149,7 +145,7 @@ def test_new_partition_is_discovered_and_read_from_the_start(jk, kafka_bootstrap
         query.processAllAvailable()
     finally:
         query.stop()
-    rows = jk.sql(f"SELECT * FROM {name} WHERE NOT heartbeat").collect()
+    rows = jk.sql(f"SELECT * FROM {name}").collect()
     got = sorted((r.partition, r.offset) for r in rows)
     assert got == sorted([(0, i) for i in range(6)] + [(1, i) for i in range(7)])
 
@@ -162,14 +158,14 @@ def test_transactional_topic_skips_aborted_records_and_control_offsets(jk, kafka
     produce(kafka_bootstrap, topic, numbered(0, 5, 5, tag="a"), transactional_id=tid, abort=True)
     produce(kafka_bootstrap, topic, numbered(0, 10, 5, tag="c"), transactional_id=tid)
     _, rows = run(stream(jk, kafka_bootstrap, topic, maxOffsetsPerTrigger=4), tmp_path)
-    got = sorted(r.key for r in data_rows(rows))
+    got = sorted(r.key for r in rows)
     assert got == sorted([f"c0-{i}".encode() for i in (*range(5), *range(10, 15))])
-    offsets = sorted(r.offset for r in data_rows(rows))
+    offsets = sorted(r.offset for r in rows)
     assert offsets[:5] == [0, 1, 2, 3, 4] and offsets[5] > 10  # commit markers and aborted data are gaps
     _, rows = run(stream(jk, kafka_bootstrap, topic, **{"kafka.isolation.level": "read_uncommitted"}),
                   tmp_path)
-    seen = [(r.offset, r.key, r.late, r.heartbeat, r.watermark) for r in rows]
-    assert sum(1 for r in data_rows(rows) if r.key.startswith(b"a0-")) == 5, seen
+    seen = [(r.offset, r.key) for r in rows]
+    assert sum(1 for r in rows if r.key.startswith(b"a0-")) == 5, seen
 
 
 def _delete_before(bootstrap, topic, partition, offset):
@@ -203,7 +199,7 @@ def test_data_loss_skipped_when_fail_on_data_loss_false(jk, kafka_bootstrap, kaf
     produce(kafka_bootstrap, topic, numbered(0, 10, 10))
     _delete_before(kafka_bootstrap, topic, 0, 15)
     _, rows = run(stream(jk, kafka_bootstrap, topic, failOnDataLoss="false"), tmp_path, checkpoint=checkpoint)
-    assert sorted(r.offset for r in data_rows(rows)) == list(range(15, 20))
+    assert sorted(r.offset for r in rows) == list(range(15, 20))
 
 
 def test_subscribe_pattern_and_starting_offsets_by_timestamp(jk, kafka_bootstrap, kafka_topic, tmp_path):
@@ -215,6 +211,6 @@ def test_subscribe_pattern_and_starting_offsets_by_timestamp(jk, kafka_bootstrap
                                                                     "1": BASE_TS + 6_000}}))
           .load())
     _, rows = run(df, tmp_path)
-    got = sorted((r.partition, r.offset) for r in data_rows(rows))
+    got = sorted((r.partition, r.offset) for r in rows)
     # first record at or after the timestamp: partition 0 offset 6, partition 1 offset 2 (ts 6.5 s)
     assert got == [(0, i) for i in range(6, 10)] + [(1, i) for i in range(2, 10)]

@@ -62,7 +62,6 @@ def test_skewed_partition_is_kept_by_jetkafka_but_dropped_by_sparks_watermark(jk
     # Spark's built-in watermark on the event-time column, same lag, same rows and batches.
     spark_wm = (jk.readStream.format("jetkafka").options(**options(kafka_bootstrap, topic,
                                                                    maxOffsetsPerTrigger=20)).load()
-                .where(~F.col("heartbeat"))
                 .withWatermark("timestamp", "10 seconds").dropDuplicatesWithinWatermark(["key"]))
     q_spark, rows_spark = collect_available_now(spark_wm, tmp_path / "spark")
 

@@ -17,7 +17,7 @@ API = ("jetspark.windowing.api", "jetspark.windowing.native", "jetspark.windowin
 
 CASES = {
     # the data sources' planners, readers and the sink's commit runner: no pandas, no windowing
-    "pyspark_jetkafka": ("pandas", "jetspark.windowing"),
+    "pyspark_jetkafka": ("pandas", "jetspark.windowing", "jetspark.sinks.kafka.writer"),
     "pyspark_jetrabbitmq": ("pandas", "jetspark.windowing"),
     # jetjdbc's commit runner (a Python process on the driver) only commits: no pyarrow, no numpy
     "pyspark_jetjdbc": ("pandas", "jetspark.windowing", "pyarrow", "numpy"),

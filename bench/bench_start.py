@@ -17,6 +17,23 @@ average, and a report goes to ``bench/reports/``. Needs Kafka (``JETSPARK_KAFKA_
 ``jetspark services up kafka``).
 
     .venv/bin/python bench/bench_start.py [--repeat 3]
+
+``--attribute`` instead attributes the start-up, jetspark's pipeline beside Spark's own
+(``format("kafka")`` → ``withWatermark`` → ``groupBy(window(…))``, the same aggregates, the
+same ``noop`` sink and state store). Each contender runs in a process of its own (a new Spark
+application): the query from a fresh checkpoint (``cold``), stopped after its first
+micro-batch, then restarted from its checkpoint in the same session (``warm``: a restart
+after a deploy or a crash, Spark's idle Python workers still there) over 120 more events.
+Every Python process of the run writes what it does (``bench/start_trace/sitecustomize.py``,
+put on the workers' ``PYTHONPATH``); printed per start: each process and each task of a
+forked worker, with its kind (source planner, reader, state worker, sink, warm-up, …), what it
+runs, when it started (s after the build began), its interpreter start-up, its imports and
+what it waited for; then the first micro-batch's phases (the progress's ``durationMs``) and its
+state operator's figures (update, commit, RocksDB's commit phases). A report goes to
+``bench/reports/``. Figures taken on a loaded machine attribute but do not compare across
+days: run it on a quiet one (``uptime``) for figures to quote.
+
+    .venv/bin/python bench/bench_start.py --attribute [--contenders spark,jetspark]
 """
 
 from __future__ import annotations
@@ -76,10 +93,22 @@ def one_run(mode: str, bootstrap: str) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--attribute", action="store_true", help="attribute the start-up (see above)")
+    ap.add_argument("--contenders", default="spark,jetspark", help="with --attribute: spark, jetspark")
     ap.add_argument("--run", choices=["cold", "warm"], help=argparse.SUPPRESS)  # one run, in a child
+    ap.add_argument("--attribute-run", choices=["spark", "jetspark"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     bootstrap = kafka_bootstrap("native")
+    if args.attribute_run:
+        import start_attribution
+
+        print(json.dumps(start_attribution.child_run(args.attribute_run, bootstrap)), flush=True)
+        return 0
+    if args.attribute:
+        import start_attribution
+
+        return start_attribution.attribute(args.contenders.split(","), bootstrap, __file__)
     if args.run:
         print(json.dumps(one_run(args.run, bootstrap)), flush=True)
         return 0

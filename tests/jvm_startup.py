@@ -14,6 +14,10 @@ session keeps both tiers (its tests run longer, and ran 10 % slower with one).
 Only speed, never behaviour: the archive is keyed by the Java and PySpark that will use it,
 a JVM that finds it unusable loads its classes as before (``-Xshare:auto``), and when the
 archive cannot be written the run goes on without it.
+
+An archive's classes run in every test JVM, so its folder is private (0700, ours, reached
+through no folder another user can change: :func:`jetspark.private_files.make_private_dir`)
+and an archive that is not a regular file of ours, writable by us only, is not used.
 """
 
 from __future__ import annotations
@@ -22,9 +26,14 @@ import hashlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
+
+import pyarrow.fs as pafs
+
+from jetspark.private_files import make_private_dir
 
 _WRITER = """
 from jetspark.devtools.spark import local_session
@@ -55,10 +64,14 @@ def archive(cache: Path | None = None) -> Path | None:
     cannot be written (the reason goes to stderr)."""
     cache = cache or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "jetspark" / "cds"
     try:
+        make_private_dir(pafs.LocalFileSystem(), str(cache))
         path = cache / f"spark-driver-{_key()}.jsa"
-        if path.exists():
+        if os.path.lexists(path):
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+                raise OSError(f"{path} is not a regular file of uid {os.getuid()} writable by it only; "
+                              "remove it")
             return path
-        cache.mkdir(parents=True, exist_ok=True)
         partial = cache / f".{path.name}.{os.getpid()}"
         work = cache / f".work-{os.getpid()}"
         submit = f"--driver-java-options -XX:ArchiveClassesAtExit={partial} pyspark-shell"
@@ -73,7 +86,7 @@ def archive(cache: Path | None = None) -> Path | None:
             return None
         partial.replace(path)
         return path
-    except (OSError, subprocess.SubprocessError) as e:
+    except (OSError, subprocess.SubprocessError) as e:  # UnsafeFolderError too
         sys.stderr.write(f"jetspark tests: no class-data archive for Spark ({e}), "
                          "driver JVMs start without one\n")
         return None

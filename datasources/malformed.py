@@ -15,6 +15,11 @@ import numpy as np
 
 from jetspark.errors import JetsparkError
 
+MIN_EVENT_MS = -62_135_596_800_000
+"""0001-01-01T00:00:00Z: the earliest event time (Python's and Spark's calendars start there)."""
+MAX_EVENT_MS = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z: the latest event time; a later one is malformed."""
+
 #: ``fail`` the read, naming the record; ``null``: the record stays, without that event time.
 ON_MALFORMED = ("fail", "null")
 
@@ -22,6 +27,14 @@ ON_MALFORMED = ("fail", "null")
 class MalformedEventTimeError(JetsparkError):
     """A record's event time is missing, malformed or beyond the cut-off, and
     ``eventTime.onMalformed=fail``."""
+
+
+def valid_event_ms(ms: np.ndarray) -> np.ndarray:
+    """Which event times (epoch ms, float: NaN, ±inf and numbers beyond int64 included) are
+    times at all: finite and within years 1-9999. The others are malformed event times."""
+    ms = np.asarray(ms, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(ms) & (ms >= MIN_EVENT_MS) & (ms <= MAX_EVENT_MS)
 
 
 def future_cutoff(now_ms: int, max_future_skew_ms: int | None) -> int | None:

@@ -44,7 +44,13 @@ import pyarrow.json as pj
 from pyspark.sql import types as T
 
 from jetspark.columns import TIMESTAMP_TYPE
-from jetspark.datasources.malformed import ON_MALFORMED, MalformedEventTimeError, beyond_cutoff, cutoff_text
+from jetspark.datasources.malformed import (
+    ON_MALFORMED,
+    MalformedEventTimeError,
+    beyond_cutoff,
+    cutoff_text,
+    valid_event_ms,
+)
 from jetspark.errors import OptionError
 from jetspark.options import Options
 from jetspark.schemas.json_values import ndjson
@@ -121,12 +127,17 @@ class EventTimeSpec:
 
     def _to_us(self, leaf: pa.Array) -> pa.Array:
         """Epoch µs (int64, nulls kept) from the parsed leaf values; a malformed ISO-8601 string
-        becomes null, an impossible date or an out-of-range number raises (ArrowInvalid)."""
+        becomes null, an impossible date raises (ArrowInvalid). A number that is no time (NaN,
+        ±inf, beyond years 1-9999, e.g. 2**62 ms) becomes null: a malformed event time."""
         if self.format == "iso8601":
             return iso8601_to_us(leaf)
         scale = 1000.0 if self.format == "epochSeconds" else 1.0
-        ms = pc.cast(pc.floor(pc.multiply(leaf, scale)), pa.int64())
-        return pc.multiply_checked(ms, 1000)
+        # unsafe: an integer beyond ±2**53 rounds, and is beyond year 9999 anyway (malformed)
+        numbers = pc.cast(leaf, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ms = np.floor(numbers * scale)
+        valid = valid_event_ms(ms)
+        return pa.array(np.where(valid, ms, 0.0).astype(np.int64) * 1000, pa.int64(), mask=~valid)
 
 
 def parse_on_malformed(opts: Options) -> str:
@@ -210,7 +221,7 @@ def _typed_us(spec: EventTimeSpec, values: pa.Array) -> pa.Array:
             return iso8601_to_us(leaf)
         except pa.ArrowInvalid:  # a string of the form but no such time: one by one
             return pa.array([_iso8601_one(v) for v in leaf.to_pylist()], pa.int64())
-    return spec._to_us(pc.cast(leaf, pa.float64()))
+    return spec._to_us(leaf)
 
 
 def _iso8601_one(text: object) -> int | None:

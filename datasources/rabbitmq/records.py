@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jetspark.columns import TIMESTAMP_TYPE
-from jetspark.datasources.malformed import beyond_cutoff
+from jetspark.datasources.malformed import MAX_EVENT_MS, beyond_cutoff, valid_event_ms
 from jetspark.datasources.rabbitmq.consumer import Delivery
 from jetspark.datasources.rabbitmq.options import MESSAGE_ID_BODY_HASH, RabbitMQOptions
 from jetspark.datasources.rabbitmq.wal import WAL_SCHEMA
@@ -50,10 +50,6 @@ def header_text(value: object) -> str:
     return str(value)
 
 
-MIN_EVENT_MS = -62_135_596_800_000
-"""0001-01-01T00:00:00Z: the earliest event time (Python's and Spark's calendars start there)."""
-MAX_EVENT_MS = 253_402_300_799_999
-"""9999-12-31T23:59:59.999Z: the latest event time; a later one is malformed."""
 MAX_TIMESTAMP_S = MAX_EVENT_MS // 1000
 """The latest AMQP ``timestamp`` property (seconds, unsigned 64 bits on the wire) kept."""
 _MAX_S = pa.scalar(MAX_TIMESTAMP_S, pa.uint64())
@@ -87,7 +83,7 @@ def event_times_ms(deliveries: Sequence[Delivery], options: RabbitMQOptions, rec
         values = [_UNDECODED if d.properties.headers_malformed else (d.properties.headers or {}).get(header)
                   for d in deliveries]
         ms, absent = _header_ms(values)
-        valid = np.isfinite(ms) & (ms >= MIN_EVENT_MS) & (ms <= MAX_EVENT_MS)
+        valid = valid_event_ms(ms)
     future = ~absent & valid & beyond_cutoff(np.floor(np.where(valid, ms, 0.0)), cutoff_ms)
     malformed = ~absent & (~valid | future)
     use_received = absent | malformed

@@ -245,3 +245,15 @@ def test_on_malformed_without_a_field_is_accepted_with_a_cut_off():
     assert EventTimeSpec.parse(opts, future_cutoff=True) is None
     with pytest.raises(OptionError, match=r"eventTime.format.*unless eventTime.field"):
         EventTimeSpec.parse(Options({"eventTime.format": "iso8601"}), future_cutoff=True)
+
+
+@pytest.mark.parametrize("fmt", ["epochMillis", "epochSeconds"])
+def test_numbers_that_are_no_time_are_malformed_not_an_arrow_error(fmt):
+    """A typed value's number (int64 or double) beyond years 1-9999, NaN or ±inf: null, so
+    ``eventTime.onMalformed`` decides (a safe cast raised ArrowInvalid in ``latestOffset``)."""
+    spec = EventTimeSpec(("ts",), fmt)
+    longs = pa.array([2**53 + 1, 2**62, -(2**63), 2**63 - 1, 1_767_225_600, None], pa.int64())
+    doubles = pa.array([float("nan"), float("inf"), -float("inf"), 1e300, -1e300, 1_767_225_600.5])
+    scale = 1000 if fmt == "epochSeconds" else 1
+    assert spec._to_us(longs).to_pylist() == [None] * 4 + [1_767_225_600 * scale * 1000, None]
+    assert spec._to_us(doubles).to_pylist() == [None] * 5 + [int(1_767_225_600.5 * scale) * 1000]

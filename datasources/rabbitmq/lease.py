@@ -145,6 +145,17 @@ class Lease:
         self._renewer.start()
         return epoch
 
+    def _shown(self, e: OSError) -> str:
+        """``e``'s text with the lease folder's path as :attr:`shown_location` shows it (the
+        location may hold credentials, or a folder name that looks like them)."""
+        text = str(e)
+        root = self.directory[: -len(LEASE_DIR) - 1]
+        for raw in (self.directory, root, self.location):
+            if raw:
+                text = text.replace(raw, self.shown_location if raw != self.directory
+                                    else f"{self.shown_location}/{LEASE_DIR}")
+        return text
+
     def release(self) -> None:
         """Give the lease back (a successor takes it at once); no-op when lost or not held."""
         self._stop.set()
@@ -156,7 +167,8 @@ class Lease:
             if self._newest_epoch() == self.epoch:
                 self._write(self.epoch, released=True)
         except OSError as e:  # the next driver then waits for the timeout or our process's end
-            log.warning("jetrabbitmq: could not release the lease on %s: %s", self.shown_location, e)
+            log.warning("jetrabbitmq: could not release the lease on %s: %s", self.shown_location,
+                        self._shown(e))
         self.epoch = None
 
     def check(self) -> None:
@@ -282,4 +294,5 @@ class Lease:
                     return  # lost: check() reports it on the next write or ack
                 self._write(epoch)
             except OSError as e:
-                log.warning("jetrabbitmq: renewing the lease on %s failed: %s", self.shown_location, e)
+                log.warning("jetrabbitmq: renewing the lease on %s failed: %s", self.shown_location,
+                            self._shown(e))

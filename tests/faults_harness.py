@@ -84,6 +84,21 @@ class Started:
                 os.killpg(self.proc.pid, 9)
         return Run(self.proc.returncode, self.log.read_text())
 
+    def kill(self) -> None:
+        """Kill the script's whole group (driver JVM, Python workers) and reap it."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, 9)
+        self.proc.wait()
+
+    @contextlib.contextmanager
+    def killed_on_failure(self):
+        """Within: a failing assertion kills the script, so a held driver never outlives its test."""
+        try:
+            yield self
+        except BaseException:
+            self.kill()
+            raise
+
 
 def start_script(
     script: Path | str,

@@ -13,6 +13,7 @@ with the lease error before it consumes anything, while the holder finishes undi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -116,22 +117,23 @@ def test_second_driver_joining_a_running_one(pipeline, tmp_path, rabbit_queue):
     gate = tmp_path / "gate"
     first = start_script(SCRIPT, json.dumps(c), fault=HOLD_AT[c["source"]], state_dir=tmp_path,
                          env={"JETSPARK_FAULT_GATE": str(gate)})
-    try:
-        wait_held(gate, first)
-        if c["source"] == "rabbitmq":
-            held = queue_counts(rabbit_queue)
-        second = start_script(SCRIPT, json.dumps(c), state_dir=tmp_path).wait()
-        # the drivers overlapped: the first was held mid-run for the whole of the second's run
-        assert first.proc.poll() is None, "the first driver ended while it should have been held"
-        if c["source"] == "rabbitmq":  # refused before consuming: the queue is as the first left it
-            assert second.returncode == 1 and LEASE_ERROR in second.output, second.output[-4000:]
-            assert "DONE" not in second.output
-            assert queue_counts(rabbit_queue) == held
-        else:  # no lease on Kafka: the second runs the query to its end on the shared checkpoint
-            assert second.returncode == 0 and "DONE" in second.output, second.output[-4000:]
-    finally:
-        gate.touch()
-    first_run = first.wait()
+    with first.killed_on_failure():  # a failed check never leaves the held driver running
+        try:
+            wait_held(gate, first)
+            if c["source"] == "rabbitmq":
+                held = queue_counts(rabbit_queue)
+            second = start_script(SCRIPT, json.dumps(c), state_dir=tmp_path).wait()
+            # the drivers overlapped: the first was held mid-run for the whole of the second's run
+            assert first.proc.poll() is None, "the first driver ended while it should have been held"
+            if c["source"] == "rabbitmq":  # refused before consuming: the queue is as the first left it
+                assert second.returncode == 1 and LEASE_ERROR in second.output, second.output[-4000:]
+                assert "DONE" not in second.output
+                assert queue_counts(rabbit_queue) == held
+            else:  # no lease on Kafka: the second runs the query to its end on the shared checkpoint
+                assert second.returncode == 0 and "DONE" in second.output, second.output[-4000:]
+        finally:
+            gate.touch()
+        first_run = first.wait()
     if c["source"] == "rabbitmq":  # the lease holder was never disturbed
         first_run.check_ok()
         assert "DONE" in first_run.output
@@ -153,20 +155,23 @@ def test_two_drivers_started_together(pipeline, tmp_path):
         (tmp_path / d).mkdir()
     drivers = [start_script(SCRIPT, json.dumps(c), fault=HOLD_AT[c["source"]], state_dir=tmp_path / d,
                             env={"JETSPARK_FAULT_GATE": str(g)}) for d, g in zip("ab", gates, strict=True)]
-    try:
-        held, ended = _until_overlap(drivers, gates)
-        assert len(held) + len(ended) == 2 and held, "no driver reached its hold point"
-        if c["source"] == "rabbitmq":  # one holds the lease; the other was refused meanwhile
-            (refused,) = ended
-            run = drivers[refused].wait()
-            assert run.returncode == 1, run.output[-4000:]
-            assert LEASE_ERROR in run.output or SPARK_METADATA_REFUSAL in run.output, run.output[-4000:]
-            assert "DONE" not in run.output
-            assert drivers[held[0]].proc.poll() is None  # still held: the two overlapped
-    finally:
-        for g in gates:
-            g.touch()
-    runs = [d.wait() for d in drivers]
+    with contextlib.ExitStack() as stack:  # a failed check never leaves a held driver running
+        for driver in drivers:
+            stack.enter_context(driver.killed_on_failure())
+        try:
+            held, ended = _until_overlap(drivers, gates)
+            assert len(held) + len(ended) == 2 and held, "no driver reached its hold point"
+            if c["source"] == "rabbitmq":  # one holds the lease; the other was refused meanwhile
+                (refused,) = ended
+                run = drivers[refused].wait()
+                assert run.returncode == 1, run.output[-4000:]
+                assert LEASE_ERROR in run.output or SPARK_METADATA_REFUSAL in run.output, run.output[-4000:]
+                assert "DONE" not in run.output
+                assert drivers[held[0]].proc.poll() is None  # still held: the two overlapped
+        finally:
+            for g in gates:
+                g.touch()
+        runs = [d.wait() for d in drivers]
     for run in runs:  # each either finished or stopped with an error; never killed or hung
         assert run.returncode in (0, 1), run.output[-4000:]
     if c["source"] == "rabbitmq":

@@ -3,6 +3,8 @@ local Spark."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -17,11 +19,21 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def warming_on(spark, monkeypatch):
-    """The setting on (the shared session has it off) and no warm-up on record."""
+    """The setting on (the shared session has it off) and no warm-up on record; afterwards every
+    warm-up job the test started has ended (the shared session's next test runs without it)."""
     monkeypatch.setattr(warm_workers, "_last_start", {})
     spark.conf.set(warm_workers.CONF, "true")
     yield spark
     spark.conf.set(warm_workers.CONF, "false")
+    _join_warm_ups()
+
+
+def _join_warm_ups(timeout_s: float = 300) -> None:
+    """Waits for the warm-up jobs' threads started in this process (their name is the job group)."""
+    for thread in threading.enumerate():
+        if thread.name == warm_workers.JOB_GROUP:
+            thread.join(timeout=timeout_s)
+            assert not thread.is_alive(), f"a warm-up job did not end within {timeout_s} s"
 
 
 def _job_statuses(spark) -> list[str]:

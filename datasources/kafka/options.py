@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jetspark.datasources.kafka.code_settings import refuse_code_settings
 from jetspark.datasources.kafka.event_time import EventTimeSpec, parse_on_malformed
 from jetspark.datasources.kafka.jaas import translate_jaas
 from jetspark.datasources.kafka.retries import api_timeout_ms, without_api_timeout
@@ -132,6 +133,7 @@ class KafkaSourceOptions:
         opts = Options(raw)
         opts.reject_unknown(KNOWN, prefixes=("kafka.",))  # first: no credential file read for a refused one
         kafka = translate_jaas(opts.with_prefix("kafka."))
+        refuse_code_settings(kafka)
         api_timeout = api_timeout_ms(kafka)
         kafka = without_api_timeout(kafka)
         if not kafka.get("bootstrap.servers"):

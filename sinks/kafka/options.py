@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jetspark.datasources.kafka.code_settings import refuse_code_settings
 from jetspark.datasources.kafka.jaas import translate_jaas
 from jetspark.datasources.kafka.retries import API_TIMEOUT_MS, api_timeout_ms, without_api_timeout
 from jetspark.errors import OptionError
@@ -107,6 +108,7 @@ class KafkaSinkOptions:
         guarantee, commit = parse_guarantee(opts, COMMITS)  # first: it names the old option 'mode'
         opts.reject_unknown(KNOWN, prefixes=("kafka.",))
         producer = translate_jaas(opts.with_prefix("kafka."))
+        refuse_code_settings(producer)
         api_timeout = api_timeout_ms(producer)
         producer = without_api_timeout(producer)
         if not producer.get("bootstrap.servers"):

@@ -331,7 +331,8 @@ class TypedValues:
         except SchemaRegistryError as e:
             if not e.answered:
                 raise  # the registry is down or refuses us: the task fails and is retried
-            why = (f"schema id {schema_id} is not in the Schema Registry" if e.status == 404
+            why = (f"schema id {schema_id} is not in the Schema Registry"
+                   if e.status == 404 and f"/schemas/ids/{schema_id}" in str(e)
                    else f"schema id {schema_id} cannot be had: {e}")
             if not e.lasting:  # 429: the registry may answer later; this chunk's records are malformed
                 raise _Unusable(_printable(why)) from None

@@ -23,7 +23,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from jetspark.datasources.kafka.typed_values import TypedValues
 from jetspark.options import Options
 from jetspark.schemas.registry import MAX_BODY_BYTES, SchemaRegistryError
-from tests.integration.scripts.jetkafka_common import produce_values, read_typed, stream_rows
+from tests.integration.scripts.jetkafka_common import produce_values, read_typed
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def _bomb(levels: int = 18) -> dict:
     for i in range(1, levels):
         inner = {"type": "record", "name": f"L{i}", "fields": [{"name": "p", "type": inner},
                                                                {"name": "q", "type": f"hostile.L{i - 1}"}]}
-    return {**READER, "fields": [*READER["fields"], {"name": "big", "type": inner, "default": None}]}
+    return {**READER, "fields": [*READER["fields"], {"name": "big", "type": inner}]}
 
 
 WRITERS = {  # id: (the registry's answer: status, body) and what valueError must say (| between choices)
@@ -74,6 +74,8 @@ class _Registry(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.asked: Counter[str] = Counter()
+        self.routes: dict[str, tuple[int, dict]] = {}
+        """Answers by path (path without ``?format=serialized``), before the Avro ones."""
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
     @property
@@ -87,6 +89,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.asked[self.path] += 1
+        route = self.server.routes.get(self.path.split("?")[0])
+        if route is not None:
+            return self._answer(*route)
         if self.path.startswith("/subjects/"):
             return self._answer(200, {"id": 1, "version": 1, "subject": "s", "schema": json.dumps(READER)})
         schema_id = int(self.path.split("/")[3].split("?")[0])
@@ -161,6 +166,44 @@ def test_each_unusable_writer_id_makes_its_records_malformed_once_per_process(re
             typed.decode_values(pa.array([_framed(1, 0), _framed(schema_id, 1)], pa.binary()))
 
 
+PROTO_READER = 'syntax = "proto3";\npackage hostile;\nmessage M { int32 v = 1; }\n'
+
+
+def _proto_writer(imports: list[str], refs: list[tuple[str, str, int]]) -> dict:
+    text = 'syntax = "proto3";\npackage hostile;\n' + "".join(f'import "{i}";\n' for i in imports)
+    return {"schemaType": "PROTOBUF", "schema": text + "message M { int32 v = 1; }\n",
+            "references": [{"name": n, "subject": s, "version": v} for n, s, v in refs]}
+
+
+def test_each_unusable_protobuf_writer_makes_its_records_malformed(registry):
+    """Files no compiler takes (a reference that is also a folder, NUL in an import, a lone
+    surrogate, a reference whose version was deleted) are their ids' records' fault."""
+    dep = {"id": 40, "version": 1, "schemaType": "PROTOBUF",
+           "schema": 'syntax = "proto3";\npackage hostile;\nmessage D {}\n'}
+    registry.routes.update({
+        "/subjects/t-value/versions/latest": (200, {"id": 30, "version": 1, "schemaType": "PROTOBUF",
+                                                    "schema": PROTO_READER}),
+        "/schemas/ids/30": (200, {"schemaType": "PROTOBUF", "schema": PROTO_READER}),
+        "/schemas/ids/31": (200, _proto_writer(["a.proto", "a.proto/b.proto"],
+                                               [("a.proto", "a", 1), ("a.proto/b.proto", "b", 1)])),
+        "/subjects/a/versions/1": (200, dep), "/subjects/b/versions/1": (200, dep),
+        "/schemas/ids/32": (200, _proto_writer(["a\u0000.proto"], [("a\u0000.proto", "a", 1)])),
+        "/schemas/ids/33": (200, _proto_writer(["\ud800.proto"], [("\ud800.proto", "a", 1)])),
+        "/schemas/ids/34": (200, _proto_writer(["gone.proto"], [("gone.proto", "gone", 3)])),
+        "/subjects/gone/versions/3": (404, {"error_code": 40402, "message": "Version not found"}),
+    })
+    typed = TypedValues.parse(Options({"schemaRegistry.url": registry.url, "value.format": "protobuf",
+                                       "schemaRegistry.timeout": "3s"}), ("t",))
+    ids = [30, 31, 32, 33, 34, 30]
+    values = pa.array([b"\x00" + i.to_bytes(4, "big") + b"\x00\x08" + bytes([n + 1])  # indexes [0], v
+                       for n, i in enumerate(ids)], pa.binary())
+    decoded, errors = typed.decode_values(values)
+    assert [d.as_py() for d in decoded] == [{"v": 1}, None, None, None, None, {"v": 6}]
+    why = ["IsADirectoryError", "ValueError: embedded null byte", "UnicodeEncodeError", "HTTP 404"]
+    for n, (schema_id, reason) in enumerate(zip(ids[1:-1], why, strict=True), 1):
+        assert f"schema id {schema_id}" in errors[n].as_py() and reason in errors[n].as_py(), errors[n]
+
+
 def test_a_registry_that_never_finishes_an_answer_fails_within_the_timeout():
     """A body dripped byte by byte: the total deadline, not each read's, ends the request."""
     import socket
@@ -205,9 +248,13 @@ def test_a_topic_of_good_and_hostile_writers_delivers_every_good_record_across_a
     produce_values(kafka_bootstrap, topic, [_framed(i, n) for n, i in enumerate(
         [reader_id, linked_id, reader_id, bomb_id, reader_id, 999_999, reader_id])])
 
-    def run() -> list:
+    def run() -> list:  # a file sink: its log holds what was committed, a restart goes on from it
         stream = read_typed(spark, kafka_bootstrap, topic, schema_registry_url, "avro", stream=True)
-        return stream_rows(spark, stream.select("offset", "value.v", "valueError"), str(tmp_path / "cp"))
+        query = (stream.select("offset", "value.v", "valueError").writeStream
+                 .format("parquet").option("path", str(tmp_path / "out"))
+                 .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+        query.awaitTermination()
+        return spark.read.parquet(str(tmp_path / "out")).orderBy("offset").collect()
 
     first = run()
     assert [r.v for r in first] == [0, None, 2, None, 4, None, 6]
@@ -216,5 +263,5 @@ def test_a_topic_of_good_and_hostile_writers_delivers_every_good_record_across_a
     assert first[5].valueError == "schema id 999999 is not in the Schema Registry"
     produce_values(kafka_bootstrap, topic, [_framed(i, n) for n, i in [(7, reader_id), (8, linked_id),
                                                                        (9, reader_id)]])
-    second = run()  # the restart on the checkpoint: the new records only, the same decisions
+    second = run()[len(first):]  # the restart on the checkpoint: the new records once, the same decisions
     assert [(r.v, r.valueError is None) for r in second] == [(7, True), (None, False), (9, True)]

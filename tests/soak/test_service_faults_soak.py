@@ -1,6 +1,5 @@
 """Soak (``make soak``, not in ``make test``): the service-fault tests, every fault and repeated.
-``make test`` runs each Kafka fault once and a subset of the PostgreSQL ones
-(``test_service_faults_postgres.LIGHT``)."""
+``make test`` runs a subset (``test_service_faults_kafka.LIGHT``, ``test_service_faults_postgres.LIGHT``)."""
 
 from __future__ import annotations
 
@@ -27,14 +26,14 @@ def test_postgres_crash_every_fault(server, tmp_path, name, repeat):  # noqa: F8
     check_exactly_once(server.dsn, schema)
 
 
-@pytest.mark.parametrize("repeat", range(REPEATS))
-def test_broker_killed_under_window_query_repeated(broker, pg_dsn, pg_schema, tmp_path, repeat):  # noqa: F811
-    kafka_faults.test_broker_killed_under_window_query_into_postgres(broker, pg_dsn, pg_schema, tmp_path)
+BROKER_KILLS = [(query, name) for name, kill in sorted(kafka_faults.KILLS.items()) for query in kill.queries]
 
 
 @pytest.mark.parametrize("repeat", range(REPEATS))
-def test_broker_killed_under_kafka_to_kafka_repeated(broker, tmp_path, repeat):  # noqa: F811
-    kafka_faults.test_broker_killed_under_kafka_to_kafka_query(broker, tmp_path)
+@pytest.mark.parametrize(("query", "name"), BROKER_KILLS)
+def test_broker_killed_at_every_point_repeated(broker, pg_dsn, pg_schema, tmp_path, query, name,  # noqa: F811
+                                               repeat):
+    kafka_faults.run_kill(query, name, broker, tmp_path, pg_dsn, pg_schema)
 
 
 @pytest.mark.parametrize("repeat", range(REPEATS))

@@ -16,9 +16,22 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from jetspark.errors import OptionError
-from jetspark.redaction import redact_dsn, scrub, secret_values
+from jetspark.redaction import is_secret_option, redact_dsn, scrub, secret_values
 
 HADOOP_S3_SCHEMES = ("s3a", "s3n")
+
+
+def _without_secret_tail(location: str) -> tuple[str, bool]:
+    """``location`` with its query cut after the first secret-named parameter's name, and
+    whether anything followed that parameter (the tail of a value split by an unencoded ``&``
+    would otherwise pass for a parameter of its own, shown by name)."""
+    head, sep, query = location.partition("?")
+    pieces = query.split("&") if sep else []
+    for i, piece in enumerate(pieces):
+        if is_secret_option(piece.partition("=")[0]):
+            kept = [*pieces[:i], f"{piece.partition('=')[0]}=***"]
+            return f"{head}?{'&'.join(kept)}", i + 1 < len(pieces)
+    return location, False
 
 
 def open_location(location: str, option: str = "walLocation") -> tuple[pafs.FileSystem, str]:
@@ -35,8 +48,13 @@ def open_location(location: str, option: str = "walLocation") -> tuple[pafs.File
     try:
         fs, path = pafs.FileSystem.from_uri(uri)
     except (pa.ArrowException, ValueError, OSError) as e:  # its text quotes the URI, keys and all
-        reason = redact_dsn(scrub(str(e), secret_values({option: location})))
-        raise OptionError(option, location,
+        shown, cut = _without_secret_tail(location)
+        if cut:  # an unencoded & in a secret: its tail looks like a parameter, and pyarrow names it
+            reason = ("percent-encode &, =, ? and # in a secret parameter's value, e.g. %26 for &; "
+                      "everything after the secret parameter is hidden here")
+        else:
+            reason = redact_dsn(scrub(str(e), secret_values({option: location})))
+        raise OptionError(option, shown,
                           f"a local path or a URI of a filesystem pyarrow opens, such as s3://, "
                           f"s3a://, gs://, hdfs://, abfs:// or file:// ({reason})") from None
     return fs, path.rstrip("/") or "/"

@@ -13,7 +13,8 @@ Per kind: the entry's total, the part of it in each group of modules (numpy, pya
 pandas, pyspark.sql, jetspark.windowing, jetspark.schemas, confluent_kafka, …, counted where
 time, without its imports', added to its group's), and which heavy modules it leaves loaded.
 
-    .venv/bin/python bench/import_profile.py [--runs 5] [--kinds jetkafka-planner,state-worker]
+    .venv/bin/python bench/import_profile.py [--runs 5] [--kinds jetkafka-planner,window-state-worker]
+        [--baseline DIR]   # DIR: another version laid out as installed, e.g. from `git archive`
 """
 
 from __future__ import annotations
@@ -79,42 +80,51 @@ def parse(stderr: str, entry_marker: str) -> tuple[int, dict[str, int]]:
     return total, dict(groups)
 
 
-def profile(base: str, entry: str, runs: int) -> Profile:
-    """The minimum over ``runs`` fresh interpreters of ``entry``'s imports after ``base``'s."""
+def profile(base: str, entry: str, runs: int, trees: tuple[str | None, ...] = (None,)) -> list[Profile]:
+    """Per tree (a directory put first on ``PYTHONPATH``, holding another version of the
+    packages; None: the installed ones), the minimum over ``runs`` fresh interpreters of
+    ``entry``'s imports after ``base``'s; the trees alternate run by run."""
     import os
     import tempfile
 
     marker = "_import_profile_marker"  # an empty module imported between the two: where the entry's begin
     code = (f"import {base}\nimport {marker}\nimport {entry}\nimport sys\n"
             f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
-    best: Profile | None = None
+    best: list[Profile | None] = [None] * len(trees)
     with tempfile.TemporaryDirectory() as tmp:
         open(os.path.join(tmp, f"{marker}.py"), "w").close()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tmp, os.environ.get("PYTHONPATH")]))}
         for _ in range(runs):
-            out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], env=env,
-                                 capture_output=True, text=True, check=True)
-            total, groups = parse(out.stderr, f" {marker}")
-            if best is None or total < best.total_us:
-                best = Profile(total, groups, out.stdout.strip().split(",") if out.stdout.strip() else [])
-    assert best is not None
-    return best
+            for i, tree in enumerate(trees):
+                path = os.pathsep.join(filter(None, [tree, tmp, os.environ.get("PYTHONPATH")]))
+                out = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                                     env={**os.environ, "PYTHONPATH": path},
+                                     capture_output=True, text=True, check=True)
+                total, groups = parse(out.stderr, f" {marker}")
+                if best[i] is None or total < best[i].total_us:
+                    loaded = out.stdout.strip()
+                    best[i] = Profile(total, groups, loaded.split(",") if loaded else [])
+    return [b for b in best if b is not None]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--kinds", default=",".join(KINDS))
+    ap.add_argument("--baseline", help="a directory holding another version of jetspark's packages "
+                    "(jetspark/… and the pyspark_* modules, laid out as installed): measured alternately "
+                    "with the installed one, both printed")
     args = ap.parse_args()
     import os
 
+    trees = (None,) if not args.baseline else (args.baseline, None)
+    names = ("now",) if not args.baseline else ("baseline", "now")
     for kind in args.kinds.split(","):
         base, entry = KINDS[kind]
-        p = profile(base, entry, args.runs)
-        parts = sorted(p.groups.items(), key=lambda kv: -kv[1])
-        print(f"{kind:22s} {entry:40s} {p.total_us / 1000:7.0f} ms  after {base}")
-        print(f"{'':22s} groups: " + ", ".join(f"{g} {us / 1000:.0f}" for g, us in parts if us >= 2000))
-        print(f"{'':22s} loaded: {', '.join(p.loaded) or '-'}", flush=True)
+        for name, p in zip(names, profile(base, entry, args.runs, trees), strict=True):
+            parts = sorted(p.groups.items(), key=lambda kv: -kv[1])
+            print(f"{kind:22s} {name:9s} {entry:40s} {p.total_us / 1000:7.0f} ms  after {base}")
+            print(f"{'':32s} groups: " + ", ".join(f"{g} {us / 1000:.0f}" for g, us in parts if us >= 2000))
+            print(f"{'':32s} loaded: {', '.join(p.loaded) or '-'}", flush=True)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (minimum of {args.runs} runs)")
     return 0
 

@@ -34,8 +34,7 @@ RUNNERS = {
     "pyspark.sql.worker.lookup_data_sources": "format lookup",
     "pyspark.sql.worker.commit_data_source_write": "batch commit",
     "pyspark.sql.worker.data_source_pushdown_filters": "read planner (filters)",
-    "pyspark.daemon": "daemon (forks the workers)",
-    "pyspark.worker": "worker (no daemon)",
+    "pyspark.worker": "worker",
 }
 #: A forked worker's task → its kind, by the function it runs and the classes it holds.
 TASK_KINDS = (("jetspark.warm_workers", "warm-up"), ("windowing.stateful", "state worker"),
@@ -185,6 +184,38 @@ def _top_parts(imports: list[dict], n: int = 4) -> str:
     return ", ".join(f"{g} {ms:.0f}" for g, ms in sorted(parts.items(), key=lambda kv: -kv[1])[:n])
 
 
+def _worker_module(cmd: list[str]) -> str:
+    """The module a process runs (``-m``), or for PySpark's daemon the module its forked
+    workers run (the daemon's argument; PySpark's worker when there is none)."""
+    if "-m" not in cmd:
+        return ""
+    i = cmd.index("-m") + 1
+    module = cmd[i] if i < len(cmd) else ""
+    if module == "pyspark.daemon":
+        return cmd[i + 1] if i + 1 < len(cmd) else "pyspark.worker"
+    return module
+
+
+def _process_kind(proc: dict | None, fork: dict | None, by_pid: dict) -> tuple[str, str]:
+    """A process's kind and module: a runner by its module, PySpark's daemon by its workers'
+    module, a forked worker by its daemon's."""
+    if proc is None:  # forked: what its daemon forks for
+        parent = (by_pid.get(fork["ppid"], {}).get("process") or [None])[0] if fork else None
+        if parent is None or "pyspark.daemon" not in parent["cmd"]:
+            return "", ""  # a fork that went on to exec (the JVM, a subprocess): its own process event says
+        module = _worker_module(parent["cmd"])
+        return RUNNERS.get(module, "worker") + " (forked)", module
+    cmd = proc["cmd"]
+    if "--attribute-run" in cmd:
+        return "driver", "bench_start"
+    if "-c" in cmd and "version_info" in " ".join(cmd):
+        return "Python version check", "python -c"
+    module = _worker_module(cmd)
+    if "pyspark.daemon" in cmd:
+        return f"daemon: {RUNNERS.get(module, module)}", f"pyspark.daemon {module}"
+    return RUNNERS.get(module, module or "python"), module
+
+
 def rows(events: list[dict], run: dict) -> list[dict]:
     """The Python processes started and the worker tasks begun between the build's beginning
     and the first progress, in time order (times in s after the build began, ms for spans)."""
@@ -204,16 +235,21 @@ def rows(events: list[dict], run: dict) -> list[dict]:
                         "startup_ms": 0.0, "imports_ms": sum(e["ms"] for e in imports),
                         "import_parts": _top_parts(imports), "waited": ""})
         elif began is not None and lo <= began <= hi:
-            cmd = proc["cmd"] if proc else []
-            module = cmd[cmd.index("-m") + 1] if "-m" in cmd else ("(forked)" if fork else " ".join(cmd[1:3]))
-            kind = RUNNERS.get(module, "driver" if "--attribute-run" in cmd else "worker (forked)")
+            kind, module = _process_kind(proc, fork, by_pid)
+            if not kind:
+                continue
             connected = (evs.get("connected") or [None])[0]
+            tasks = evs.get("task", [])  # a task's imports are on the task's row
+            imports = [e for e in imports if not any(t["began"] <= e["t"] <= t["t"] for t in tasks)]
+            forks = sorted(e["t"] for p in by_pid.values() for e in p.get("fork", []) if e["ppid"] == pid)
+            waited = (f"connected back {(connected['t'] - began) * 1000:.0f} ms after its start" if connected
+                      else f"first worker forked {(forks[0] - began) * 1000:.0f} ms after its start "
+                           "(the JVM waits for the daemon's imports)" if forks and kind.startswith("daemon")
+                      else "")
             out.append({"at_s": began - lo, "pid": pid, "kind": kind, "what": module,
                         "startup_ms": (proc["t"] - proc["started"]) * 1000 if proc else 0.0,
                         "imports_ms": sum(e["ms"] for e in imports),
-                        "import_parts": _top_parts(imports),
-                        "waited": (f"connected back {(connected['t'] - began) * 1000:.0f} ms after its start"
-                                   if connected else "")})
+                        "import_parts": _top_parts(imports), "waited": waited})
         previous_end = fork["t"] if fork else None
         for task in sorted(evs.get("task", []), key=lambda t: t["began"]):
             if lo <= task["began"] <= hi:
@@ -245,7 +281,7 @@ def print_start(contender: str, start: str, run: dict) -> None:
         extra = "; ".join(x for x in (r["waited"], r["import_parts"]) if x)
         if extra:
             print(f"  {'':6s} {'':7s} {'':28s} {'':9s} {'':8s} {'':9s} {'':7s}  {extra}")
-    procs = [r for r in run["rows"] if r["startup_ms"] > 0 or r["kind"] == "worker (forked)"]
+    procs = [r for r in run["rows"] if r["startup_ms"] > 0 or r["kind"].endswith("(forked)")]
     print(f"  {len(procs)} Python processes started, {sum(r['imports_ms'] for r in run['rows']):.0f} ms of "
           f"imports in them and their tasks")
 

@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import os
 
-__all__ = ["SECONDS", "T0", "VEHICLES", "create_topic", "orders", "positions", "speed_of"]
+__all__ = ["SECONDS", "T0", "VEHICLES", "create_topic", "holds_records", "orders", "positions", "speed_of"]
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 """Event time of the first position and of the first order."""
@@ -59,7 +59,9 @@ _SETTLING = ("NOT_LEADER_FOR_PARTITION", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_
 taken their leaders: asked again, it answers."""
 
 
-def _holds_records(bootstrap: str, topic: str, timeout_s: float = 30.0) -> bool:
+def holds_records(bootstrap: str, topic: str, timeout_s: float = 30.0) -> bool:
+    """Whether ``topic`` (which must exist) holds records: a page's example fills its topic only
+    when it does not, so running it again reads the same records and prints the same."""
     import time
 
     from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -88,11 +90,13 @@ def positions(bootstrap: str, topic: str = "positions") -> int:
     when missing), vehicle k on partition k % 2, in event-time order.
 
     A topic that already holds records is left as it is (returns 0), so running a page's
-    examples one after another, or again, reads the same 120 records."""
+    examples one after another, or again, reads the same 120 records. Only the pages that read
+    these positions use this topic: a page whose records differ (Avro, Protobuf, JSON Schema
+    values) writes to a topic named after it."""
     from confluent_kafka import Producer
 
     create_topic(bootstrap, topic, 2)
-    if _holds_records(bootstrap, topic):
+    if holds_records(bootstrap, topic):
         return 0
     producer = Producer({"bootstrap.servers": bootstrap})
     t0_ms = int(T0.timestamp() * 1000)

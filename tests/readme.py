@@ -9,6 +9,9 @@ Markers (HTML comments, invisible on GitHub):
   word (README.md's quickstart is docs/tutorials/first-pipeline.md's): it runs once.
 - ``<!-- expected output -->`` right before a fenced ```` ```text ```` block that follows an
   example: what the example prints, line by line.
+- ``<!-- expected output on a re-run -->`` right after that block: what the example prints
+  when it runs a second time after the first (same services, same checkpoints); without it, a
+  re-run prints the expected output again.
 - ``<!-- options: FORMAT -->`` right before a markdown table whose first column holds
   backticked option names (several per cell allowed) and second column the default.
 """
@@ -43,6 +46,7 @@ README = _AllPages()
 
 _EXAMPLE = re.compile(r"^<!--\s*example:\s*([\w-]+)\s*-->$")
 _EXPECTED = re.compile(r"^<!--\s*expected output\s*-->$")
+_RERUN = re.compile(r"^<!--\s*expected output on a re-run\s*-->$")
 _OPTIONS = re.compile(r"^<!--\s*options:\s*([\w-]+)\s*-->$")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _TICKED = re.compile(r"`([^`]+)`")
@@ -56,6 +60,12 @@ class Example:
     line: int
     page: str = "README.md"
     """The page's path relative to the repository."""
+    rerun: str | None = None
+    """What a second run prints, when it differs from ``expected``."""
+
+    @property
+    def rerun_expected(self) -> str | None:
+        return self.rerun if self.rerun is not None else self.expected
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,14 @@ def _page_examples(page: str, text: str) -> list[Example]:
                     exp_lang, expected, after = _fenced(lines, k)
                     if exp_lang != "text":
                         raise ValueError(f"{page} line {k + 1}: expected output must be a text block")
-                out.append(Example(pending, body, expected, i + 1, page))
+                rerun = None
+                j = _next_nonblank(lines, after)
+                if expected is not None and j < len(lines) and _RERUN.match(lines[j].strip()):
+                    k = _next_nonblank(lines, j + 1)
+                    exp_lang, rerun, after = _fenced(lines, k)
+                    if exp_lang != "text":
+                        raise ValueError(f"{page} line {k + 1}: expected output must be a text block")
+                out.append(Example(pending, body, expected, i + 1, page, rerun))
             pending = None
             i = after
             continue
@@ -149,6 +166,25 @@ def _page_examples(page: str, text: str) -> list[Example]:
     if duplicates:
         raise ValueError(f"{page}: example names used twice: {sorted(duplicates)}")
     return out
+
+
+def nav_pages() -> list[str]:
+    """The site's pages in the order of mkdocs.yml's ``nav`` (paths relative to the repository)."""
+    lines = (ROOT / "mkdocs.yml").read_text().splitlines()
+    start = lines.index("nav:")
+    out = []
+    for line in lines[start + 1:]:
+        if line and not line.startswith((" ", "-")):
+            break  # the next top-level key
+        m = re.search(r":\s*([\w./-]+\.md)\s*$", line)
+        if m:
+            out.append(f"docs/{m.group(1)}")
+    return out
+
+
+def page_examples(page: str) -> list[Example]:
+    """The examples of one page (a path relative to the repository), in the page's order."""
+    return _page_examples(page, (ROOT / page).read_text())
 
 
 def options_tables(text: str | None = None) -> dict[str, list[OptionRow]]:

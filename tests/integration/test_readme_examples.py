@@ -11,8 +11,9 @@ input with :mod:`jetspark.examples` (as a reader runs them), and read their endp
   client process of its own);
 - ``/tmp/checkpoints/`` and ``os.path.expanduser("~/…")`` become a fresh temporary directory,
   the ``public.`` schema a fresh PostgreSQL schema, and the quoted names of topics and queues
-  (``"positions"``, ``"speeding"``, ``"orders"``) unique ones, created empty (topics: 2 partitions for
-  ``positions`` and 1 for ``speeding``, without time retention; the queue durable).
+  (:data:`TOPICS`, ``"orders"``) unique ones, created empty (topics: 2 partitions for
+  ``positions`` and 1 for the others, without time retention; the queue durable).
+  tests/integration/test_docs_reading_order.py runs them on the names as printed instead.
 
 Output: when the page has an ``<!-- expected output -->`` block after the example, what the
 example prints must equal it line by line; examples also ``assert`` themselves.
@@ -54,13 +55,17 @@ class Context:
     rabbit_queue: str
 
 
+TOPICS = {"positions": 2, "speeding": 1, "avro-positions": 1, "avro-sink-positions": 1,
+          "json-schema-positions": 1, "protobuf-positions": 1}
+"""The pages' topics and their partitions (each page writes to topics of its own)."""
+
+
 def _names(code: str, ctx: Context) -> dict[str, str]:
     """Unique, empty topics and queue for the quoted names the example uses."""
     out = {}
-    if '"positions"' in code:
-        out['"positions"'] = f'"{ctx.kafka_topic(partitions=2, retention_ms=-1)}"'
-    if '"speeding"' in code:
-        out['"speeding"'] = f'"{ctx.kafka_topic(partitions=1, retention_ms=-1)}"'
+    for topic, partitions in TOPICS.items():
+        if f'"{topic}"' in code:
+            out[f'"{topic}"'] = f'"{ctx.kafka_topic(partitions=partitions, retention_ms=-1)}"'
     if '"orders"' in code:
         out['"orders"'] = f'"{ctx.rabbit_queue}"'
     return out

@@ -36,13 +36,17 @@ def proxy(pg_dsn: str):
     p.close()
 
 
+SHORT = "2 seconds"
+"""The timeout a test is about; every other wait keeps its default (``connectTimeout`` 30 s,
+``socketTimeout`` 5 min), so a pause of a loaded machine on a path that must succeed is no failure."""
+
+
 def options_via(proxy: TcpProxy, pg_dsn: str, pg_schema: str, **extra: str) -> JdbcSinkOptions:
     port = psycopg.conninfo.conninfo_to_dict(pg_dsn)["port"]
     url = pg_dsn.replace(f":{port}/", f":{proxy.port}/")
     assert url != pg_dsn, "the tests' PostgreSQL URL names no port"
     return JdbcSinkOptions.parse({"url": url, "table": f"{pg_schema}.out", "guarantee": "exactly-once",
-                                  "createTable": "true", "socketTimeout": "2 seconds",
-                                  "connectTimeout": "2 seconds", "sinkId": SINK, **extra})
+                                  "createTable": "true", "sinkId": SINK, **extra})
 
 
 def rows(ids: list[int]):
@@ -69,9 +73,10 @@ def _password(pg_dsn: str) -> str | None:
 def test_a_stalled_task_times_out_and_its_retry_writes_once(proxy, pg_dsn, pg_schema, statement):
     options = options_via(proxy, pg_dsn, pg_schema)
     target = prepare_target(options, SCHEMA, False)
+    impatient = prepare_target(options_via(proxy, pg_dsn, pg_schema, socketTimeout=SHORT), SCHEMA, False)
     proxy.stall_on(statement)
     with (pytest.raises((psycopg.Error, SinkError)) as failed,
-          PostgresResource(target, two_phase=True) as resource):
+          PostgresResource(impatient, two_phase=True) as resource):
         write_partition(resource, PartitionKey(SINK, 0, 0, 0), rows([1, 2, 3]))
     assert proxy.stalled.is_set()
     text = str(failed.value)
@@ -93,7 +98,8 @@ def test_a_stalled_commit_prepared_is_tried_again_on_a_new_session(proxy, pg_dsn
     with PostgresResource(target, two_phase=True) as resource:
         message = write_partition(resource, PartitionKey(SINK, 0, 0, 0), rows([7, 8]))
     proxy.stall_on(b"COMMIT PREPARED")
-    with PostgresResource(target, two_phase=True) as resource:
+    impatient = prepare_target(options_via(proxy, pg_dsn, pg_schema, socketTimeout=SHORT), SCHEMA, False)
+    with PostgresResource(impatient, two_phase=True) as resource:
         resource.commit(message.handle)  # the first session stalls; the second commits
     assert proxy.stalled.is_set()
     assert stored(pg_dsn, str(options.table)) == [7, 8]
@@ -116,7 +122,7 @@ def test_a_connection_reset_mid_copy_fails_the_task_and_the_retry_writes_once(pr
 
 
 def test_a_server_that_never_answers_the_handshake_fails_naming_connect_timeout(proxy, pg_dsn, pg_schema):
-    options = options_via(proxy, pg_dsn, pg_schema)
+    options = options_via(proxy, pg_dsn, pg_schema, connectTimeout=SHORT)
     proxy.stall_connects()
     with pytest.raises(SinkError, match=r"connectTimeout=2 s") as failed:
         prepare_target(options, SCHEMA, False)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 
 _PATH = os.environ.get("JETSPARK_START_TRACE")
@@ -61,31 +62,32 @@ class _Imports:
     def __init__(self) -> None:
         import importlib._bootstrap as bootstrap
 
-        self.stack: list[list] = []  # [module, start, children's time]
-        self.parts: dict[str, float] = {}  # the running top-level import's own time per group
+        self.local = threading.local()  # per thread: the imports running, [module, start, children's time],
+        # and the running top-level import's own time per group
         self.total_s = 0.0  # every top-level import's time in this process
         self.original = bootstrap._find_and_load
         bootstrap._find_and_load = self.find_and_load
 
     def find_and_load(self, name, import_):
-        frame = [name, time.perf_counter(), 0.0]
-        if not self.stack:
-            self.parts = {}
-        self.stack.append(frame)
+        local = self.local
+        if not getattr(local, "stack", None):
+            local.stack, local.parts = [], {}
+        stack, frame = local.stack, [name, time.perf_counter(), 0.0]
+        stack.append(frame)
         try:
             return self.original(name, import_)
         finally:
-            self.stack.pop()
+            stack.pop()
             spent = time.perf_counter() - frame[1]
             g = _group(name)
-            self.parts[g] = self.parts.get(g, 0.0) + spent - frame[2]
-            if self.stack:
-                self.stack[-1][2] += spent
+            local.parts[g] = local.parts.get(g, 0.0) + spent - frame[2]
+            if stack:
+                stack[-1][2] += spent
             else:
                 self.total_s += spent
                 if spent >= _MIN_IMPORT_S:
                     _emit("import", module=name, ms=spent * 1000,
-                          parts={k: round(v * 1000, 1) for k, v in self.parts.items() if v >= 0.001})
+                          parts={k: round(v * 1000, 1) for k, v in local.parts.items() if v >= 0.001})
             _patch(name)
 
 

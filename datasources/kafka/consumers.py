@@ -33,10 +33,16 @@ DATA_LOSS_CODES = {KError._AUTO_OFFSET_RESET, KError.OFFSET_OUT_OF_RANGE}
 
 
 class DataLossError(JetsparkError):
-    """Records the query needed are gone (retention, topic deleted); see ``failOnDataLoss``."""
+    """Records the query needed are gone (retention, topic deleted); see ``failOnDataLoss``.
+    The message starts with the error class Spark's Kafka source gives the same loss
+    (``KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE``; ``PARTITION_OFFSET_CHANGED`` when the
+    offset needed is past the partition's end: the topic was deleted and created anew)."""
 
-    def __init__(self, topic: str, partition: int, wanted: int, available: int | str) -> None:
+    def __init__(self, topic: str, partition: int, wanted: int, available: int | str,
+                 condition: str = "COULD_NOT_READ_OFFSET_RANGE") -> None:
+        self.error_class = f"KAFKA_DATA_LOSS.{condition}"
         super().__init__(
+            f"[{self.error_class}] "
             f"data loss in topic {topic!r} partition {partition}: offsets from {wanted} are needed "
             f"but the earliest available offset is {available} (deleted by retention?). Set "
             "failOnDataLoss=false to skip lost records and continue."

@@ -83,6 +83,7 @@ transactional topics (offset gaps, aborted records skipped under the default
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
@@ -212,16 +213,22 @@ def split_ranges(ranges: list[RangeSpec], min_partitions: int | None,
     total = sum(r.end - r.start for r in ranges)
     if not min_partitions or len(ranges) >= min_partitions or total == 0:
         return ranges
+    # Spark's math.round (half up), on its order of operations
     return [piece for r in ranges
-            for piece in _pieces(r, max(1, round((r.end - r.start) * min_partitions / total)))]
+            for piece in _pieces(r, max(1, math.floor((r.end - r.start) / total * min_partitions + 0.5)))]
 
 
 def _pieces(r: RangeSpec, parts: int) -> list[RangeSpec]:
-    size = r.end - r.start
-    if parts <= 1 or size <= 1:
-        return [r]
-    step = -(-size // parts)
-    return [replace(r, start=lo, end=min(lo + step, r.end)) for lo in range(r.start, r.end, step)]
+    """``r`` in ``parts`` pieces as Spark divides one: each the offsets left over the pieces
+    left (rounded down, so the last pieces take the remainder), empty pieces left out."""
+    pieces, start, left = [], r.start, r.end - r.start
+    for part in range(max(1, parts)):
+        size = left // (max(1, parts) - part)
+        left -= size
+        if size:
+            pieces.append(replace(r, start=start, end=start + size))
+            start += size
+    return pieces or [r]
 
 
 def prorate(available: Mapping[TopicPartition, int], limit: int) -> dict[TopicPartition, int]:
@@ -313,7 +320,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 begin = range_from[tp] = earliest[tp]
             if begin < earliest[tp] or begin > latest[tp]:
                 if self.options.fail_on_data_loss:
-                    raise DataLossError(tp[0], tp[1], begin, f"{earliest[tp]} (latest {latest[tp]})")
+                    raise DataLossError(tp[0], tp[1], begin, f"{earliest[tp]} (latest {latest[tp]})",
+                                        "COULD_NOT_READ_OFFSET_RANGE" if begin < earliest[tp]
+                                        else "PARTITION_OFFSET_CHANGED")
                 begin = range_from[tp] = earliest[tp]
             starts[tp] = begin
         available = {tp: max(0, latest[tp] - starts[tp]) for tp in tps}

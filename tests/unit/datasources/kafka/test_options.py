@@ -148,6 +148,19 @@ def test_split_ranges_for_min_partitions_covers_every_offset_once():
     assert split_ranges(ranges, None) == ranges
 
 
+def test_split_ranges_divides_as_sparks_kafka_source():
+    """Spark's KafkaOffsetRangeCalculator: a range of n offsets in k pieces gives each the
+    offsets left over the pieces left, rounded down (18 in 5: 3, 3, 4, 4, 4), and a partition's
+    share of minPartitions is rounded half up (2.5 pieces: 3)."""
+    ranges = [RangeSpec("t", 0, 0, 18, None, None, None), RangeSpec("t", 1, 0, 6, None, None, None),
+              RangeSpec("t", 2, 0, 1, None, None, None)]
+    pieces = split_ranges(ranges, 7)
+    assert [(p.partition, p.start, p.end) for p in pieces] == [
+        (0, 0, 3), (0, 3, 6), (0, 6, 10), (0, 10, 14), (0, 14, 18), (1, 0, 3), (1, 3, 6), (2, 0, 1)]
+    halves = [RangeSpec("t", 0, 0, 5, None, None, None), RangeSpec("t", 1, 0, 5, None, None, None)]
+    assert len(split_ranges(halves, 5)) == 6  # 2.5 pieces each: 3 and 3, not banker's 2 and 2
+
+
 def test_split_ranges_for_max_records_per_partition_then_min_partitions():
     ranges = [RangeSpec("t", 0, 0, 100, None, None, None), RangeSpec("t", 1, 50, 60, None, None, None)]
     pieces = split_ranges(ranges, None, 30)

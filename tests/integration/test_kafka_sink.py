@@ -264,3 +264,48 @@ def test_on_rejected_fail_stops_naming_the_row(registered, kafka_bootstrap, kafk
     assert "Kafka refuses row 1 of batch 0, partition 0: partition 5 does not exist" in text
     assert f"dead-letter topic {topic}.rejected" in text
     assert read_topic(kafka_bootstrap, topic) == []  # the task's transaction was aborted
+
+
+_TOPIC_LIMIT, _OVER = 4_000, 6_000  # a topic's max.message.bytes, and a value over it (under the producer's)
+
+
+def test_a_record_over_its_topics_max_message_bytes_is_refused_and_the_rest_lands_once(
+        registered, kafka_bootstrap, kafka_topic, tmp_path):
+    """The topic's broker-side limit (max.message.bytes, far under the producer's 1 MB): one
+    record over it (id 42) is a dead letter cut to the dead-letter topic's own small limit; the
+    good records, 25 of 300 bytes a batch (more than the limit together), land exactly once."""
+    topic = kafka_topic(partitions=2, max_message_bytes=str(_TOPIC_LIMIT))
+    dead = kafka_topic(max_message_bytes="1500")
+    stream = (registered.readStream.format("jetspark_test_ids").option("total", TOTAL).option("step", STEP)
+              .load().selectExpr(
+                  "CAST(id AS STRING) AS key",
+                  f"CASE WHEN id = 42 THEN repeat('x', {_OVER}) ELSE repeat('g', 300) END AS value"))
+    query = (stream.writeStream.format("jetkafka_sink_test")
+             .option("kafka.bootstrap.servers", kafka_bootstrap).option("topic", topic)
+             .option("deadLetterTopic", dead).option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert _ids(read_topic(kafka_bootstrap, topic)) == Counter(i for i in range(TOTAL) if i != 42)
+    letters = read_topic(kafka_bootstrap, dead)
+    assert _ids(letters) == Counter([42])
+    [(_, value, _, headers)] = letters
+    shown = dict(headers)
+    assert value is None and shown["jetspark.rejected.valueBytes"] == str(_OVER).encode()
+    reason = shown["jetspark.rejected.reason"].decode()
+    assert f"over the max.message.bytes of topic '{topic}' ({_TOPIC_LIMIT})" in reason
+
+
+def test_a_record_over_its_topics_limit_with_on_rejected_fail_names_the_row(registered, kafka_bootstrap,
+                                                                            kafka_topic):
+    topic = kafka_topic(max_message_bytes=str(_TOPIC_LIMIT))
+    df = registered.createDataFrame([("1", "a"), ("2", "x" * _OVER)], "key string, value string")
+    with pytest.raises(Exception) as e:
+        (df.coalesce(1).write.format("jetkafka_sink_test").option("kafka.bootstrap.servers", kafka_bootstrap)
+         .option("topic", topic).option("onRejected", "fail").mode("append").save())
+    text = str(e.value)
+    assert "Kafka refuses row 1 of batch 0, partition 0: the record is" in text
+    assert f"over the max.message.bytes of topic '{topic}' ({_TOPIC_LIMIT})" in text
+    assert read_topic(kafka_bootstrap, topic) == []  # the task's transaction was aborted

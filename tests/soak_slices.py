@@ -28,7 +28,7 @@ import pytest
 ENV = "JETSPARK_SOAK_SLICE"
 # Slices per window: each adds at most ~8 minutes to a run on 2 loaded cores (durations in
 # docs/contributing.md, "Soak cases").
-SLICES = 12
+SLICES = 14
 _NOTE = pytest.StashKey[str]()
 
 

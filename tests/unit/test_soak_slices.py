@@ -38,7 +38,9 @@ def _collect(cwd: Path, tmp_path: Path, *args: str, env: dict[str, str] | None =
     done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "soak_dump",
                            "-p", "no:cacheprovider", *args], cwd=cwd, env=environ, capture_output=True,
                           text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    errors = done.stdout.find("= ERRORS =")
+    assert done.returncode == 0, "the collection failed:\n" + (
+        done.stdout[errors:errors + 3000] if errors >= 0 else done.stdout[-3000:]) + done.stderr[-3000:]
     return json.loads(dump.read_text())
 
 

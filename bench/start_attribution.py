@@ -142,15 +142,14 @@ def attribute(contenders: list[str], bootstrap: str, script: str) -> int:
     """Run each contender (in a process of its own, in the order given) and print its start-up."""
     results: dict = {}
     for contender in contenders:
-        with tempfile.TemporaryDirectory(prefix="jetbench-trace-") as tmp:
-            trace = Path(tmp) / "trace.jsonl"
-            path = os.pathsep.join(filter(None, [str(TRACE_DIR), os.environ.get("PYTHONPATH")]))
-            env = {**os.environ, TRACE_ENV: str(trace), "JETSPARK_KAFKA_BOOTSTRAP": bootstrap,
-                   "PYTHONPATH": path}
-            done = subprocess.run([sys.executable, script, "--attribute-run", contender], env=env,
-                                  capture_output=True, text=True)
-            events = ([json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
-                      if trace.exists() else [])
+        # kept (its path printed): a worker that outlives the run may still append to it
+        trace = Path(tempfile.mkdtemp(prefix="jetbench-trace-")) / f"{contender}.jsonl"
+        path = os.pathsep.join(filter(None, [str(TRACE_DIR), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, TRACE_ENV: str(trace), "JETSPARK_KAFKA_BOOTSTRAP": bootstrap, "PYTHONPATH": path}
+        done = subprocess.run([sys.executable, script, "--attribute-run", contender], env=env,
+                              capture_output=True, text=True)
+        print(f"{contender}: trace {trace}", flush=True)
+        events = _events(trace)
         if done.returncode != 0:
             print(f"{contender} failed: {done.stderr[-3000:]}", flush=True)
             results[contender] = {"error": done.stderr[-3000:], "trace": events}
@@ -167,6 +166,17 @@ def attribute(contenders: list[str], bootstrap: str, script: str) -> int:
              if load[0] > 1.5 else ""))
     write_report("start-attribution", {"results": results, "master": "local[2]", "load_average": load})
     return 0
+
+
+def _events(trace: Path) -> list[dict]:
+    """The trace's events (a line still being written by a worker that outlived the run is left out)."""
+    events = []
+    for line in trace.read_text().splitlines() if trace.exists() else []:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events
 
 
 def _task_kind(task: dict) -> str:

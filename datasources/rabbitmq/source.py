@@ -40,7 +40,7 @@ redeliveries (20 by default on RabbitMQ 4): repeated crashes of a query can exce
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +52,7 @@ from jetspark.columns import HEARTBEAT, LATE, TIMESTAMP_TYPE, WATERMARK, WATERMA
 from jetspark.datasources.rabbitmq.options import RabbitMQOptions
 from jetspark.datasources.rabbitmq.wal import WalRange, WriteAheadLog
 from jetspark.datasources.rabbitmq.watermark import state_of
+from jetspark.redaction import mask_userinfo
 
 FORMAT = "jetrabbitmq"
 SCHEMA = (
@@ -100,7 +101,11 @@ class RabbitMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._driver = None
 
     def __getstate__(self) -> dict:
-        return {"options": self.options, "_driver": None}
+        """What Spark sends to the executors, which only :meth:`read` a partition (the WAL's
+        location is in the partition): the broker's credentials stay on the driver, which
+        makes its reader from the data source, never from this."""
+        url = mask_userinfo(self.options.url)
+        return {"options": replace(self.options, url=url, endpoint=None), "_driver": None}
 
     @property
     def driver(self):

@@ -52,7 +52,7 @@ from jetspark.errors import JetsparkError, OptionError
 from jetspark.options import Options
 from jetspark.redaction import redacted_repr
 from jetspark.schemas import json_schema_types, json_values, protobuf_program, protobuf_types, wire
-from jetspark.schemas.avro_program import ERRORS, Program, compile_program, decode
+from jetspark.schemas.avro_program import Program, compile_program, decode
 from jetspark.schemas.avro_types import AvroSchemaError, spark_type
 from jetspark.schemas.registry import RegisteredSchema, RegistryClient, RegistrySettings, SchemaRegistryError
 from jetspark.schemas.subjects import format_option, subject_option, version_option
@@ -230,7 +230,7 @@ class TypedValues:
             framed = _unframed(values)
             decoded, codes = decode(program, framed.starts, framed.ends, framed.data)
             bad = np.flatnonzero((codes != 0) & (framed.schema_ids != wire.NULL))
-            reasons.set(bad, [ERRORS[int(c)] for c in codes[bad]])
+            reasons.set(bad, [program.reason(int(c)) for c in codes[bad]])
             return decoded, reasons.array()
         framed = wire.split(values)
         pieces, rows = [], []
@@ -246,7 +246,7 @@ class TypedValues:
                 continue
             decoded, codes = decode(program, framed.starts[at], framed.ends[at], framed.data)
             bad = np.flatnonzero(codes != 0)
-            reasons.set(at[bad], [f"schema id {schema_id}: {ERRORS[int(c)]}" for c in codes[bad]])
+            reasons.set(at[bad], [f"schema id {schema_id}: {program.reason(int(c))}" for c in codes[bad]])
             pieces.append(decoded)
             rows.append(at)
         return _in_order(pieces, rows, n, out_type), reasons.array()

@@ -48,7 +48,7 @@ enum { F_STORE = 1, F_IMPLICIT = 2, F_DEFAULT = 4, F_REQUIRED = 8 };
 enum { W_VARINT = 0, W_I64 = 1, W_LEN = 2, W_SGROUP = 3, W_EGROUP = 4, W_I32 = 5 };
 /* Error codes per record (0: decoded). */
 enum { E_OK = 0, E_SHORT = 1, E_VARINT = 2, E_WIRE = 3, E_LENGTH = 4, E_MEMORY = 5, E_DEPTH = 6,
-       E_UNKNOWN = 7, E_REQUIRED = 8, E_LIMIT = 9 };
+       E_UNKNOWN = 7, E_REQUIRED = 8, E_LIMIT = 9, E_TIME = 10 };
 
 #define MAX_DEPTH 100
 #define DIRECT_FIELDS 1024 /* field numbers below this are found by index, others by search */
@@ -240,7 +240,7 @@ static int store_bytes(Node *n, const uint8_t *b, size_t len) {
 
 static int decode_message(Node *n, Cursor *c, int depth);
 
-/* google.protobuf.Timestamp: seconds (1) and nanos (2), stored as microseconds. */
+/* google.protobuf.Timestamp (or Duration): seconds (1) and nanos (2), stored as microseconds. */
 static int decode_timestamp(Node *n, Cursor *c) {
     int64_t seconds = 0, nanos = 0;
     while (c->p < c->end) {
@@ -262,7 +262,10 @@ static int decode_timestamp(Node *n, Cursor *c) {
     }
     if (!(n->flags & F_STORE))
         return E_OK;
-    int64_t micros = (int64_t)((uint64_t)seconds * 1000000u) + nanos / 1000;
+    int64_t micros;  /* past 64 bits: malformed, as Spark's from_protobuf fails (no wrapped value) */
+    if (__builtin_mul_overflow(seconds, (int64_t)1000000, &micros) ||
+        __builtin_add_overflow(micros, nanos / 1000, &micros))
+        return E_TIME;
     return buf_put(&n->col.values, &micros, 8) ? E_MEMORY : valid(n, 1);
 }
 

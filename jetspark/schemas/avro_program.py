@@ -14,8 +14,9 @@ Schema resolution (Avro specification, "Schema Resolution"), as compiled here:
   (or the reader's type when it is no union).
 
 A record that does not decode (cut short, a union branch or enum index out of range, a
-length beyond the payload) is a null row with an error code (:data:`ERRORS`); the caller
-applies the malformed-record policy. A writer schema the reader cannot resolve raises
+length beyond the payload, a millisecond timestamp whose microseconds pass 64 bits) is a
+null row with an error code (:data:`ERRORS`); the caller applies the malformed-record policy.
+A writer schema the reader cannot resolve raises
 :class:`~jetspark.schemas.avro_types.AvroSchemaError` from :func:`compile_program`, and so
 does one that is malformed (a registry that does not check what it stores), recursive (a
 record that contains itself, e.g. a linked list: the program is a tree, and Spark's
@@ -45,8 +46,11 @@ O_SAME, O_INT64, O_FLOAT32, O_FLOAT64 = 0, 1, 2, 3
 ERRORS = {1: "the payload ends inside a value", 2: "a variable-length number runs past 10 bytes",
           3: "a union branch index out of range", 4: "an enum index out of range",
           5: "a length or item count out of range", 6: "out of memory",
-          7: "the record decodes to more than 64 MiB of columns"}
-"""The decoder's error codes: why a record did not decode."""
+          7: "the record decodes to more than 64 MiB of columns",
+          8: "a millisecond timestamp past Spark's range (beyond ±9223372036854775 ms its microseconds "
+             "overflow 64 bits)"}
+"""Why a record did not decode, by error code. A millisecond timestamp out of range has code 8
+or one of 16 on, which :meth:`Program.reason` gives with its field's name."""
 
 _PRIMITIVE_KIND = {"null": K_NULL, "boolean": K_BOOLEAN, "int": K_INT, "long": K_LONG,
                    "float": K_FLOAT, "double": K_DOUBLE, "bytes": K_BYTES, "string": K_BYTES}
@@ -93,6 +97,16 @@ class Program:
     words: bytes
     root: _Node
     arrow_type: pa.DataType
+    scaled: tuple[tuple[int, tuple[int, ...], int, str], ...] = ()
+    """Millisecond timestamps: per node (its index in pre-order, the indices of the arrays and
+    maps it is in, its error code, its field's name)."""
+
+    def reason(self, code: int) -> str:
+        """Why a record with error ``code`` did not decode."""
+        for _at, _within, scaled_code, name in self.scaled:
+            if scaled_code == code:
+                return f"field {name}: {ERRORS[8]}"
+        return ERRORS[code]
 
 
 def compile_program(writer: object, reader: object | None = None) -> Program:
@@ -109,7 +123,31 @@ def compile_program(writer: object, reader: object | None = None) -> Program:
         raise AvroSchemaError("the Avro schema nests too deep to compile") from None
     except (AttributeError, KeyError, TypeError, ValueError, OverflowError, IndexError) as e:
         raise AvroSchemaError(f"not an Avro schema: {type(e).__name__} {str(e)[:80]}") from None
-    return Program(words, root, _arrow(root.spark))
+    return Program(words, root, _arrow(root.spark), tuple(_scaled(root)))
+
+
+def _scaled(root: _Node):
+    """The stored nodes whose values are scaled to microseconds (:attr:`Program.scaled`); the
+    first 240 get a code each (16 on), the others code 8."""
+    found, at = [], 0
+
+    def walk(node: _Node, name: str, within: tuple[int, ...]) -> None:
+        nonlocal at
+        index, at = at, at + 1
+        if node.store and node.scale_us > 1:
+            found.append((index, within, 16 + len(found) if len(found) < 240 else 8, name or "value"))
+        names = {i: n for n, i, _d in node.fields if i is not None}
+        inner = (*within, index) if node.kind in (K_ARRAY, K_MAP) else within
+        for i, child in enumerate(node.children):
+            part = (f"{name}.{names[i]}" if name else names[i]) if i in names else name
+            if node.kind == K_ARRAY:
+                part = f"{name}[]"
+            elif node.kind == K_MAP:
+                part = f"{name}{{}}" if i == 1 else f"{name}{{key}}"
+            walk(child, part, inner)
+
+    walk(root, "", ())
+    return found
 
 
 def _size(w: object, sizes: dict[int, int], within: tuple) -> int:
@@ -156,7 +194,40 @@ def decode(program: Program, starts: np.ndarray, ends: np.ndarray, data: np.ndar
 
     nodes, errors = _avro_arrow.decode(program.words, np.ascontiguousarray(starts, np.int64),
                                        np.ascontiguousarray(ends, np.int64), np.ascontiguousarray(data))
-    return _assemble(program.root, iter(nodes)), np.frombuffer(errors, np.uint8)
+    codes = np.frombuffer(errors, np.uint8)
+    if program.scaled:
+        nodes = list(nodes)
+        codes = _out_of_range(program, nodes, codes)
+    return _assemble(program.root, iter(nodes)), codes
+
+
+_MAX_MILLIS = np.iinfo(np.int64).max // 1000
+
+
+def _out_of_range(program: Program, nodes: list, codes: np.ndarray) -> np.ndarray:
+    """Records with a millisecond timestamp whose microseconds pass 64 bits (Spark's from_avro
+    fails on them) made null rows with the field's code; ``nodes`` changed in place."""
+    codes = codes.copy()
+    for index, within, code, _name in program.scaled:
+        count, valid, values, offsets, data = nodes[index]
+        millis = np.frombuffer(values, np.int64)
+        past = (millis > _MAX_MILLIS) | (millis < -_MAX_MILLIS)
+        bad = np.flatnonzero(past & (np.frombuffer(valid, np.uint8) != 0))
+        if not len(bad):
+            continue
+        flags = np.frombuffer(valid, np.uint8).copy()
+        flags[bad] = 0  # no wrapped value left, even under a null row
+        nodes[index] = (count, flags.tobytes(), values, offsets, data)
+        rows = bad
+        for outer in reversed(within):  # an item → the array or map element holding it
+            rows = np.searchsorted(np.frombuffer(nodes[outer][3], np.int32), rows, side="right") - 1
+        rows = np.unique(rows)
+        codes[rows[codes[rows] == 0]] = code
+        root = nodes[0]
+        roots = np.frombuffer(root[1], np.uint8).copy()
+        roots[rows] = 0
+        nodes[0] = (root[0], roots.tobytes(), *root[2:])
+    return codes
 
 
 def decode_values(program: Program, payloads: pa.Array) -> tuple[pa.Array, np.ndarray]:

@@ -47,7 +47,9 @@ ERRORS = {1: "the payload ends inside a value", 2: "a varint runs past 10 bytes"
           7: "a field of the message holds what its type cannot (another wire type, or a number "
              "its enum does not define)",
           8: "a required field is missing",
-          9: "the record decodes to more than 64 MiB of columns (e.g. many empty repeated elements)"}
+          9: "the record decodes to more than 64 MiB of columns (e.g. many empty repeated elements)",
+          10: "a google.protobuf.Timestamp or Duration past Spark's range (its microseconds overflow "
+              "64 bits)"}
 """The decoder's error codes: why a record did not decode."""
 
 _KIND = {FieldDescriptor.TYPE_INT32: K_INT32, FieldDescriptor.TYPE_INT64: K_INT64,

@@ -218,3 +218,34 @@ def test_decimals_of_every_width_and_sign():
               Decimal("-99999999999999999999999999999999.9999")]
     array, _ = decode_values(compile_program(schema), pa.array(_encode(schema, [{"b": v} for v in values])))
     assert [r["b"] for r in array.to_pylist()] == values
+
+
+def test_millisecond_timestamps_past_64_bit_microseconds_are_malformed_rows_naming_the_field():
+    def millis(logical: str) -> dict:
+        return {"type": "long", "logicalType": logical}
+
+    fields = [("ts", millis("timestamp-millis")), ("local", millis("local-timestamp-millis")),
+              ("maybe", ["null", millis("timestamp-millis")]),
+              ("many", {"type": "array", "items": millis("timestamp-millis")}),
+              ("by", {"type": "map", "values": millis("local-timestamp-millis")}), ("name", "string")]
+    schema = {"type": "record", "name": "T", "fields": [{"name": n, "type": t} for n, t in fields]}
+    plain = json.loads(json.dumps(schema).replace('"logicalType": ', '"was": '))  # the same bytes
+    edge = 2**63 // 1000  # the widest millisecond count whose microseconds fit in 64 bits
+    good = {"ts": 1767225600000, "local": -edge, "maybe": edge, "many": [1, -1], "by": {"k": 2}, "name": "ok"}
+    bad = [{"ts": 9_300_000_000_000_000}, {"local": -(2**63)}, {"maybe": edge + 1},
+           {"many": [1, 2, -edge - 1]}, {"by": {"a": 1, "b": 2**63 - 1}}]
+    records = [good]
+    for change in bad:
+        records += [{**good, **change, "name": "bad"}, {**good, "many": [7] * 3, "by": {}}]
+    array, errors = decode_values(compile_program(schema), pa.array(_encode(plain, records), pa.binary()))
+    program = compile_program(schema)
+    assert [program.reason(int(c)) if c else None for c in errors][1::2] == [
+        f"field {name}: {ERRORS[8]}" for name in ("ts", "local", "maybe", "many[]", "by{}")]
+    assert errors.tolist()[0::2] == [0] * 6
+    assert array.is_null().to_pylist() == [False, True] * 5 + [False]
+    kept = array.filter(pa.array(errors == 0))
+    as_ints = {name: kept.field(name).cast(pa.int64()).to_pylist() for name in ("ts", "local", "maybe")}
+    assert as_ints == {"ts": [1767225600000000] * 6, "local": [-edge * 1000] * 6, "maybe": [edge * 1000] * 6}
+    many = kept.field("many").flatten().cast(pa.int64()).to_pylist()
+    assert many == [1000, -1000] + [7000] * 15
+    assert kept.field("name").to_pylist() == ["ok"] * 6

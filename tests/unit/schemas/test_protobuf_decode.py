@@ -14,6 +14,7 @@ import base64
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from google.protobuf import descriptor_pb2, message_factory, unknown_fields
 from hypothesis import given, settings
@@ -548,3 +549,28 @@ def test_an_open_enum_a_proto2_field_uses_reads_as_closed_and_a_field_left_out_k
     assert got[1] == {"s": None, "x": 1, "h": {"s": None}}
     assert got[2]["s"] == "ON" and got[4] == {"s": None, "x": 4, "h": None}
     assert pt.spark_type(pt.message(file, "shop.Mixed")).names == ["s", "x", "h"]
+
+
+def test_a_timestamp_or_duration_past_64_bit_microseconds_is_a_malformed_row_not_a_wrapped_value():
+    def order(placed: tuple[int, int] | None = None, took: tuple[int, int] | None = None) -> bytes:
+        msg = Order(id=5, tags=["a"])
+        if placed:
+            msg.placed.seconds, msg.placed.nanos = placed
+        if took:
+            msg.took.seconds, msg.took.nanos = took
+        return msg.SerializeToString()
+
+    edge = 2**63 // 10**6  # seconds: 9223372036854, whose microseconds fit with up to 775807 more
+    good = order((1767225600, 5000))
+    payloads = [good, order(placed=(9_300_000_000_000, 0)), good, order(took=(-9_300_000_000_000, 0)), good,
+                order(placed=(edge, 775_808_000)), good,
+                order(placed=(edge, 775_807_000), took=(-edge, -775_808_000))]
+    data = np.frombuffer(b"".join(payloads), np.uint8)
+    ends = np.cumsum([len(p) for p in payloads])
+    array, errors = pp.decode(reader(ORDER), ends - [len(p) for p in payloads], ends, data)
+    assert [pp.ERRORS.get(int(e)) for e in errors] == [None, pp.ERRORS[10]] * 3 + [None, None]
+    assert array.is_null().to_pylist() == [False, True] * 3 + [False, False]
+    placed = array.field("placed").cast(pa.int64()).to_pylist()
+    took = array.field("took").cast(pa.int64()).to_pylist()
+    assert placed[0::2] == [1767225600000005] * 4 and placed[-1] == 2**63 - 1
+    assert took[-1] == -(2**63)

@@ -12,16 +12,19 @@ once in the output, no Kafka transaction left open.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from jetspark.devtools.services.process import free_port
 from jetspark.devtools.services.registry import run_dir
-from tests.faults_harness import run_script, start_script
+from jetspark.faults import ENV_GATE
+from tests.faults_harness import Started, run_script, start_script, wait_held
 from tests.integration.scripts.jetkafka_common import produce
 from tests.integration.test_service_faults_kafka import (
     HANG_BOUND_S,
@@ -29,9 +32,7 @@ from tests.integration.test_service_faults_kafka import (
     PER_BATCH,
     SCRIPT,
     _check_kafka_output,
-    _ended_on_failure,
     _records,
-    _wait_for_commit,
 )
 from tests.service_faults import PrivateKafka, create_topic
 from tests.tcp_proxy import TcpProxy
@@ -83,6 +84,29 @@ def _env(**options: str) -> dict[str, str]:
     return {"SERVICE_FAULT_KAFKA_OPTIONS": json.dumps(options)}
 
 
+def _wait_for_commit(checkpoint: Path, started: Started, batch: int, timeout_s: float = 300) -> None:
+    """Until Spark has committed micro-batch ``batch`` (the query is mid-stream)."""
+    deadline = time.monotonic() + timeout_s
+    while not (checkpoint / "commits" / str(batch)).exists():
+        assert started.proc.poll() is None, f"the query ended early:\n{started.log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"batch {batch} not committed within {timeout_s} s"
+        time.sleep(0.2)
+
+
+PLANNING_BATCH_1 = "jetkafka.latest_offset@2:hold"
+"""The driver planning micro-batch 1, batch 0 committed: where the network goes."""
+API_TIMEOUT_MS, RETRIES, POLL_TIMEOUT_MS = 30_000, 1, 20_000
+"""The network-gone query's ``kafka.default.api.timeout.ms``, ``fetchOffset.numRetries`` and
+``kafkaConsumer.pollTimeoutMs``: every wait for Kafka it may make."""
+STOP_BOUND_S = (API_TIMEOUT_MS * (1 + RETRIES + 1) + POLL_TIMEOUT_MS) / 1000 + 1
+"""How soon after the network goes the query must stop, from its options alone: the topic
+listing (one ``kafka.default.api.timeout.ms``), the offset listing (``fetchOffset.numRetries`` + 1
+of them) and a read (``kafkaConsumer.pollTimeoutMs``), one after another; +1 s, the log's
+resolution."""
+_TERMINATED = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d) ERROR MicroBatchExecution: Query .* terminated "
+                         r"with error", re.M)
+
+
 def test_slow_network_reset_and_stalled_connections_under_kafka_to_kafka(broker, proxy, tmp_path):
     """Every chunk delayed 5 ms; after batch 0 every open connection is reset, after batch 1
     every open one stalls (held open, nothing forwarded): the query rides through both to its
@@ -93,7 +117,7 @@ def test_slow_network_reset_and_stalled_connections_under_kafka_to_kafka(broker,
     proxy.delay_s = 0.005
     started = start_script(SCRIPT, *args, state_dir=tmp_path,
                            env=_env(**{"kafka.socket.timeout.ms": str(SOCKET_TIMEOUT_MS)}))
-    with _ended_on_failure(started):
+    with started.killed_on_failure():
         _wait_for_commit(checkpoint, started, 0)
         assert proxy.reset_open() >= 1
         _wait_for_commit(checkpoint, started, 1)
@@ -115,17 +139,27 @@ def test_network_gone_stops_the_query_within_its_timeouts(broker, proxy, tmp_pat
     topic, out_topic, records = _topics(broker)
     checkpoint = tmp_path / "checkpoint"
     args = ("kafka", broker.bootstrap, topic, str(checkpoint), str(PER_BATCH), "local[2]", out_topic)
-    options = _env(**{"kafka.socket.timeout.ms": str(SOCKET_TIMEOUT_MS), "fetchOffset.numRetries": "1",
-                      "kafkaConsumer.pollTimeoutMs": "20000"})
-    started = start_script(SCRIPT, *args, state_dir=tmp_path, env=options)
-    with _ended_on_failure(started):
-        _wait_for_commit(checkpoint, started, 0)
-        proxy.stall_connects()
-        proxy.stall_open()
-        cut = time.monotonic()
-    run = started.wait(HANG_BOUND_S)
-    stopped_after = time.monotonic() - cut
-    print(f"stopped {stopped_after:.0f} s after the cut")
+    options = _env(**{"kafka.socket.timeout.ms": str(SOCKET_TIMEOUT_MS),
+                      "fetchOffset.numRetries": str(RETRIES),
+                      "kafka.default.api.timeout.ms": str(API_TIMEOUT_MS),
+                      "kafkaConsumer.pollTimeoutMs": str(POLL_TIMEOUT_MS)})
+    gate = tmp_path / "gate"
+    started = start_script(SCRIPT, *args, fault=PLANNING_BATCH_1, state_dir=tmp_path,
+                           env={**options, ENV_GATE: str(gate)})
+    with started.killed_on_failure():
+        try:
+            wait_held(gate, started, HANG_BOUND_S)
+            assert (checkpoint / "commits" / "0").exists() and not (checkpoint / "commits" / "1").exists()
+            proxy.stall_connects()
+            proxy.stall_open()
+            cut = dt.datetime.now().replace(microsecond=0)  # the log's local time, whole seconds
+        finally:
+            gate.touch()
+        run = started.wait(HANG_BOUND_S)
+    ended = _TERMINATED.search(run.output)
+    assert ended, f"no terminated query in the log:\n{run.output[-5000:]}"
+    stopped_after = (dt.datetime.strptime(ended[1], "%y/%m/%d %H:%M:%S") - cut).total_seconds()
+    assert stopped_after <= STOP_BOUND_S, f"stopped {stopped_after:.0f} s after the network went"
     assert run.returncode != 0, f"the query ended without Kafka:\n{run.output[-5000:]}"
     # the error names the servers and what bounded the wait (the listing's, or the read's option)
     named = re.search(rf"cannot list (Kafka topics|offsets of .*) at {re.escape(broker.bootstrap)} "

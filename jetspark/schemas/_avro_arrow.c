@@ -166,7 +166,9 @@ static int take_prefixed(Cursor *c, const uint8_t **out, int64_t *len) {
     return take(c, (size_t)*len, out);
 }
 
-/* Big-endian two's complement of 1..16 bytes (more: the low 16, as Arrow's decimal128). */
+/* Big-endian two's complement of 1..16 bytes, as Arrow's decimal128. A wider one whose value
+ * needs more than 128 bits is stored as the widest 128-bit number of its sign, which no
+ * precision holds: the Python side makes its record malformed (no truncated value). */
 static int store_decimal(Node *n, const uint8_t *b, int64_t len) {
     if (!n->store)
         return E_OK;
@@ -176,6 +178,15 @@ static int store_decimal(Node *n, const uint8_t *b, int64_t len) {
     int64_t k = len < 16 ? len : 16;
     for (int64_t i = 0; i < k; i++)
         out[i] = b[len - 1 - i];  /* little-endian */
+    if (len > 16) {
+        int wide = (out[15] & 0x80) != (fill & 0x80);
+        for (int64_t i = 0; i < len - 16 && !wide; i++)
+            wide = b[i] != fill;
+        if (wide) {
+            memset(out, fill ? 0x00 : 0xff, 16);
+            out[15] = fill ? 0x80 : 0x7f;
+        }
+    }
     if (buf_put(&n->col.values, out, 16))
         return E_MEMORY;
     return valid(n, 1);

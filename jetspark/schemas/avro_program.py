@@ -48,9 +48,10 @@ ERRORS = {1: "the payload ends inside a value", 2: "a variable-length number run
           5: "a length or item count out of range", 6: "out of memory",
           7: "the record decodes to more than 64 MiB of columns",
           8: "a millisecond timestamp past Spark's range (beyond ±9223372036854775 ms its microseconds "
-             "overflow 64 bits)"}
-"""Why a record did not decode, by error code. A millisecond timestamp out of range has code 8
-or one of 16 on, which :meth:`Program.reason` gives with its field's name."""
+             "overflow 64 bits)",
+          9: "a decimal with more digits than its precision"}
+"""Why a record did not decode, by error code. A value out of its field's range (8, 9) may
+have a code of 16 on instead, which :meth:`Program.reason` gives with the field's name."""
 
 _PRIMITIVE_KIND = {"null": K_NULL, "boolean": K_BOOLEAN, "int": K_INT, "long": K_LONG,
                    "float": K_FLOAT, "double": K_DOUBLE, "bytes": K_BYTES, "string": K_BYTES}
@@ -97,15 +98,16 @@ class Program:
     words: bytes
     root: _Node
     arrow_type: pa.DataType
-    scaled: tuple[tuple[int, tuple[int, ...], int, str], ...] = ()
-    """Millisecond timestamps: per node (its index in pre-order, the indices of the arrays and
-    maps it is in, its error code, its field's name)."""
+    checked: tuple[tuple[int, tuple[int, ...], int, int, str, int], ...] = ()
+    """Nodes whose values are checked against their range (millisecond timestamps, decimals):
+    per node its index in pre-order, the indices of the arrays and maps it is in, its error
+    code, its reason's code in :data:`ERRORS` (8, 9), its field's name and a decimal's precision."""
 
     def reason(self, code: int) -> str:
         """Why a record with error ``code`` did not decode."""
-        for _at, _within, scaled_code, name in self.scaled:
-            if scaled_code == code:
-                return f"field {name}: {ERRORS[8]}"
+        for _at, _within, own, why, name, _precision in self.checked:
+            if own == code:
+                return f"field {name}: {ERRORS[why]}"
         return ERRORS[code]
 
 
@@ -123,19 +125,22 @@ def compile_program(writer: object, reader: object | None = None) -> Program:
         raise AvroSchemaError("the Avro schema nests too deep to compile") from None
     except (AttributeError, KeyError, TypeError, ValueError, OverflowError, IndexError) as e:
         raise AvroSchemaError(f"not an Avro schema: {type(e).__name__} {str(e)[:80]}") from None
-    return Program(words, root, _arrow(root.spark), tuple(_scaled(root)))
+    return Program(words, root, _arrow(root.spark), tuple(_checked(root)))
 
 
-def _scaled(root: _Node):
-    """The stored nodes whose values are scaled to microseconds (:attr:`Program.scaled`); the
-    first 240 get a code each (16 on), the others code 8."""
+def _checked(root: _Node):
+    """The stored nodes whose values are checked (:attr:`Program.checked`); the first 240 get
+    a code each (16 on), the others their reason's."""
     found, at = [], 0
 
     def walk(node: _Node, name: str, within: tuple[int, ...]) -> None:
         nonlocal at
         index, at = at, at + 1
-        if node.store and node.scale_us > 1:
-            found.append((index, within, 16 + len(found) if len(found) < 240 else 8, name or "value"))
+        why = 8 if node.scale_us > 1 else 9 if node.kind in (K_DECIMAL_BYTES, K_DECIMAL_FIXED) else 0
+        if node.store and why:
+            precision = node.spark.precision if why == 9 else 0
+            found.append((index, within, 16 + len(found) if len(found) < 240 else why, why, name or "value",
+                          precision))
         names = {i: n for n, i, _d in node.fields if i is not None}
         inner = (*within, index) if node.kind in (K_ARRAY, K_MAP) else within
         for i, child in enumerate(node.children):
@@ -195,7 +200,7 @@ def decode(program: Program, starts: np.ndarray, ends: np.ndarray, data: np.ndar
     nodes, errors = _avro_arrow.decode(program.words, np.ascontiguousarray(starts, np.int64),
                                        np.ascontiguousarray(ends, np.int64), np.ascontiguousarray(data))
     codes = np.frombuffer(errors, np.uint8)
-    if program.scaled:
+    if program.checked:
         nodes = list(nodes)
         codes = _out_of_range(program, nodes, codes)
     return _assemble(program.root, iter(nodes)), codes
@@ -205,18 +210,22 @@ _MAX_MILLIS = np.iinfo(np.int64).max // 1000
 
 
 def _out_of_range(program: Program, nodes: list, codes: np.ndarray) -> np.ndarray:
-    """Records with a millisecond timestamp whose microseconds pass 64 bits (Spark's from_avro
-    fails on them) made null rows with the field's code; ``nodes`` changed in place."""
+    """Records with a value past its field's range made null rows with the field's code:
+    millisecond timestamps whose microseconds pass 64 bits, decimals with more digits than
+    their precision (Spark's from_avro fails on both); ``nodes`` changed in place."""
     codes = codes.copy()
-    for index, within, code, _name in program.scaled:
+    for index, within, code, why, _name, precision in program.checked:
         count, valid, values, offsets, data = nodes[index]
-        millis = np.frombuffer(values, np.int64)
-        past = (millis > _MAX_MILLIS) | (millis < -_MAX_MILLIS)
+        if why == 8:
+            millis = np.frombuffer(values, np.int64)
+            past = (millis > _MAX_MILLIS) | (millis < -_MAX_MILLIS)
+        else:
+            past = _past_precision(np.frombuffer(values, np.uint64).reshape(-1, 2), precision)
         bad = np.flatnonzero(past & (np.frombuffer(valid, np.uint8) != 0))
         if not len(bad):
             continue
         flags = np.frombuffer(valid, np.uint8).copy()
-        flags[bad] = 0  # no wrapped value left, even under a null row
+        flags[bad] = 0  # no value out of range left, even under a null row
         nodes[index] = (count, flags.tobytes(), values, offsets, data)
         rows = bad
         for outer in reversed(within):  # an item → the array or map element holding it
@@ -228,6 +237,20 @@ def _out_of_range(program: Program, nodes: list, codes: np.ndarray) -> np.ndarra
         roots[rows] = 0
         nodes[0] = (root[0], roots.tobytes(), *root[2:])
     return codes
+
+
+def _past_precision(words: np.ndarray, precision: int) -> np.ndarray:
+    """Which 128-bit two's complement values (rows of low, high little-endian words) have more
+    than ``precision`` digits."""
+    lo, hi = words[:, 0], words[:, 1]
+    negative = (hi >> np.uint64(63)) == 1
+    one = np.uint64(1)
+    neg_lo = ~lo + one  # the magnitude of a negative value: its two's complement
+    neg_hi = ~hi + (lo == 0).astype(np.uint64)
+    mlo, mhi = np.where(negative, neg_lo, lo), np.where(negative, neg_hi, hi)
+    bound = 10 ** precision
+    blo, bhi = np.uint64(bound & (2**64 - 1)), np.uint64(bound >> 64)
+    return (mhi > bhi) | ((mhi == bhi) & (mlo >= blo))
 
 
 def decode_values(program: Program, payloads: pa.Array) -> tuple[pa.Array, np.ndarray]:

@@ -249,3 +249,41 @@ def test_millisecond_timestamps_past_64_bit_microseconds_are_malformed_rows_nami
     many = kept.field("many").flatten().cast(pa.int64()).to_pylist()
     assert many == [1000, -1000] + [7000] * 15
     assert kept.field("name").to_pylist() == ["ok"] * 6
+
+
+def test_a_decimal_with_more_digits_than_its_precision_is_a_malformed_row_not_a_truncated_value():
+    def dec(precision: int) -> dict:
+        return {"type": "bytes", "logicalType": "decimal", "precision": precision, "scale": 2}
+
+    schema = {"type": "record", "name": "D", "fields": [
+        {"name": "d", "type": dec(4)}, {"name": "wide", "type": {"type": "array", "items": dec(38)}}]}
+
+    def record(d: int, wide: list[int]) -> bytes:
+        def raw(v: int, size: int | None = None) -> bytes:
+            b = v.to_bytes(size or (v.bit_length() // 8 + 1), "big", signed=True)
+            return _zigzag(len(b)) + b
+        items = b"".join(raw(*w) if isinstance(w, tuple) else raw(w) for w in wide)
+        return raw(d) + (_zigzag(len(wide)) + items + b"\x00" if wide else b"\x00")
+
+    most = 10**38 - 1
+    column = [record(9999, [most, -most]), record(10000, []), record(-9999, [(5, 20)]),
+              record(1, [2**130 + 5]), record(-10000, []), record(1, [-(2**127)]), record(2, [10**38]),
+              record(3, [(-most, 17)])]
+    program = compile_program(schema)
+    array, errors = decode_values(program, pa.array(column, pa.binary()))
+    assert [program.reason(int(c)) if c else None for c in errors] == [
+        None, f"field d: {ERRORS[9]}", None, f"field wide[]: {ERRORS[9]}", f"field d: {ERRORS[9]}",
+        f"field wide[]: {ERRORS[9]}", f"field wide[]: {ERRORS[9]}", None]
+    assert array.validate(full=True) is None
+    rows = array.to_pylist()
+    assert rows[0] == {"d": Decimal("99.99"), "wide": [Decimal(f"{most}e-2"), Decimal(f"-{most}e-2")]}
+    assert rows[2] == {"d": Decimal("-99.99"), "wide": [Decimal("0.05")]}
+    assert rows[7] == {"d": Decimal("0.03"), "wide": [Decimal(f"-{most}e-2")]}
+
+
+def _zigzag(n: int) -> bytes:
+    v, out = (n << 1) ^ (n >> 63), b""
+    while v > 0x7F:
+        out += bytes([v & 0x7F | 0x80])
+        v >>= 7
+    return out + bytes([v])

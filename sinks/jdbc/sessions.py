@@ -8,7 +8,8 @@ TLS) handshake, the password exchange (SCRAM) and the backend's start — tens o
 times per micro-batch. So a session that ends cleanly, with no transaction open (a task's
 transaction is prepared or committed by then), stays idle in its process for the next use;
 one that ends with an error, or inside a transaction, is closed. An idle session is reset and
-checked with one round trip when it is taken again (``DISCARD ALL``: what server-side code of
+checked with one round trip when it is taken again (``DISCARD ALL`` but for psycopg's prepared
+statements: what server-side code of
 the last use changed for the session — ``SET ROLE``, ``set_config(…, false)``, temporary
 tables, advisory locks — is undone, settings back to the role's and connection's defaults),
 and a dead one (a server restart, ``idle_session_timeout``) is replaced by a new session. The
@@ -30,6 +31,10 @@ from psycopg.pq import TransactionStatus
 
 from jetspark.sinks.jdbc.options import JdbcSinkOptions
 
+RESET = ("SET SESSION AUTHORIZATION DEFAULT; RESET ALL; CLOSE ALL; UNLISTEN *; "
+         "SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; DISCARD SEQUENCES")
+"""DISCARD ALL but its DEALLOCATE ALL: psycopg's prepared statements stay valid (it would
+still run them by name). One round trip."""
 _idle: dict[str, psycopg.Connection] = {}
 _lock = threading.Lock()
 
@@ -52,7 +57,7 @@ def take(options: JdbcSinkOptions, *, autocommit: bool = True) -> psycopg.Connec
         try:
             conn.socket_timeout_s = options.socket_timeout_ms / 1000 or None  # the taker's, not the last's
             conn.autocommit = True
-            conn.execute("DISCARD ALL")  # reset and liveness check; psycopg forgets its prepared statements
+            conn.execute(RESET)  # and the liveness check
             conn.autocommit = autocommit
             return conn
         except psycopg.Error:

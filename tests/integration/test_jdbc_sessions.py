@@ -157,3 +157,16 @@ def test_pooled_sessions_are_never_shared_across_roles_or_servers(options, pg_ds
         sessions.close_idle()
         with psycopg.connect(pg_dsn, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def test_statements_psycopg_prepared_still_run_after_the_reset(options) -> None:
+    """psycopg prepares a statement run often enough and then runs it by name: the reset
+    between uses must leave those prepared statements (DISCARD ALL would drop them)."""
+    query = "SELECT count(*) FROM pg_class WHERE relname = %s"
+    with sessions.session(options) as conn:
+        first = _backend(conn)
+        for _ in range(8):  # past psycopg's prepare_threshold (5)
+            conn.execute(query, ("pg_class",))
+    with sessions.session(options) as conn:
+        assert _backend(conn) == first
+        assert conn.execute(query, ("pg_class",)).fetchone() == (1,)

@@ -83,8 +83,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$SUDO" = none ] && die "missing system packages for '$TARGET': ${missing[*]}; install them (apt-get install ${missing[*]}) or run as root"
   say "installing system packages for '$TARGET': ${missing[*]}"
   $SUDO apt-get update -qq || die "apt-get update failed"
+  # the log in a file of our own (mktemp: a new name, 0600), not a fixed name in the shared temp
+  # folder, where another user's link would have the install write through it
+  apt_log=$(mktemp "${TMPDIR:-/tmp}/jetspark-apt.XXXXXX") || die "cannot create a log file for apt-get"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" \
-    >/tmp/jetspark-apt.log 2>&1 || { tail -n 30 /tmp/jetspark-apt.log >&2; die "apt-get install ${missing[*]} failed"; }
+    >"$apt_log" 2>&1 || { tail -n 30 "$apt_log" >&2; die "apt-get install ${missing[*]} failed (log: $apt_log)"; }
+  rm -f "$apt_log"
 fi
 if [ "$need_java" -eq 1 ]; then
   java -version 2>&1 | grep -qE 'version "(1[7-9]|2[0-9])' || die "Java 17+ is required: $(java -version 2>&1 | head -n1)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from jetspark.devtools.services.security import Login, ServerTls
 from jetspark.errors import ServiceError
 
 NAME = "rabbitmq"
+PASSWORD_FILE = "amqp-password"
+USER = "jetspark"
 
 
 def _binary(name: str, candidates: tuple[str, ...]) -> str:
@@ -48,7 +51,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
           login: Login | None = None) -> ServiceRecord:
     """Start epmd and a node in ``data_dir``; the node keeps its queues across restarts.
     With ``tls``, also an ``amqps`` listener (port ``ports["amqps"]``); ``login``: the
-    default user (guest/guest without)."""
+    default user (without: :func:`own_login`, never guest/guest)."""
     server = _binary("rabbitmq-server", ("/usr/lib/rabbitmq/bin/rabbitmq-server",))
     epmd = _binary("epmd", ("/usr/bin/epmd", "/usr/lib/erlang/bin/epmd"))
     ports = ports or {"amqp": free_port(), "dist": free_port(), "epmd": free_port()}
@@ -57,6 +60,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     for port in ports.values():
         ensure_port_free(port, NAME)
     data_dir.mkdir(parents=True, exist_ok=True)
+    login = login or own_login(data_dir)
     write_nofollow(data_dir / "enabled_plugins",
                    "[rabbitmq_auth_mechanism_ssl].\n" if tls is not None else "[].\n")
     write_nofollow(
@@ -67,7 +71,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
         # Publishers in tests and benchmarks are local: never block them on disk space.
         "disk_free_limit.absolute = 50MB\n"
         + (_tls_conf(tls, ports["amqps"]) if tls is not None else "")
-        + (f"default_user = {login.user}\ndefault_pass = {login.password}\n" if login is not None else "")
+        + f"default_user = {login.user}\ndefault_pass = {login.password}\n"
     )
     env = {
         "HOME": str(data_dir),  # the Erlang cookie lives here
@@ -86,8 +90,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     }
     epmd_proc = spawn([epmd, "-port", str(ports["epmd"])], log=data_dir / "epmd.log", env=env)
     node = spawn([server], log=data_dir / "rabbitmq.log", env=env, cwd=data_dir)
-    user, password = (login.user, login.password) if login is not None else ("guest", "guest")
-    endpoint = f"amqp://{user}:{password}@127.0.0.1:{ports['amqp']}/%2F"
+    endpoint = f"amqp://{login.user}:{login.password}@127.0.0.1:{ports['amqp']}/%2F"
     try:
         wait_ready(NAME, node, lambda: probe(endpoint), timeout_s=90)
     except ServiceError:
@@ -95,6 +98,23 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
         raise
     # The node first, then its epmd: stop() goes through processes in this order.
     return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (node, epmd_proc))
+
+
+def own_login(data_dir: Path) -> Login:
+    """The node's user when none is given: ``jetspark`` with a random password kept in
+    ``data_dir`` (0600), so a restart of the node, which keeps the users it made at its first
+    start, logs in with the same one. Never RabbitMQ's guest/guest: ``loopback_users = none``
+    (the proxies of the fault tests connect from loopback) would let any local user in as an
+    administrator."""
+    path = data_dir / PASSWORD_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        password = secrets.token_hex(16)
+        write_nofollow(path, password)
+        return Login(USER, password)
+    with os.fdopen(fd) as f:
+        return Login(USER, f.read().strip())
 
 
 def probe(url: str) -> None:

@@ -6,6 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pika
 import psycopg
 import pytest
 
@@ -73,6 +74,13 @@ def test_up_is_idempotent_restart_keeps_data_down_leaves_nothing(own_run_dir):
     with psycopg.connect(endpoints.pg_dsn, autocommit=True) as conn:
         assert conn.execute("SELECT v FROM kept").fetchall() == [(42,)]
 
+    rabbitmq.probe(endpoints.amqp_url)
+    # guest/guest is no way in (loopback_users = none would let any local user in with it),
+    # and the node's own user survives a restart of the node, which keeps its users
+    host = endpoints.amqp_url.split("@", 1)[1]
+    with pytest.raises((pika.exceptions.ProbableAuthenticationError, pika.exceptions.AuthenticationError)):
+        rabbitmq.probe(f"amqp://guest:guest@{host}")
+    local.restart("rabbitmq")
     rabbitmq.probe(endpoints.amqp_url)
     ports = Registry(own_run_dir).load()["rabbitmq"].ports
     for name in ("epmd", "dist", "amqp"):

@@ -123,6 +123,19 @@ def examples(text: str | None = None) -> list[Example]:
     return list(out.values())
 
 
+def _rerun_marker(lines: list[str], start: int) -> int:
+    """The line of the ``<!-- expected output on a re-run -->`` marker that follows an expected
+    output, prose (which says why a re-run prints otherwise) allowed between; ``len(lines)``
+    when a block, a heading or another example comes first."""
+    for j in range(start, len(lines)):
+        line = lines[j].strip()
+        if _RERUN.match(line):
+            return j
+        if _FENCE.match(line) or _EXAMPLE.match(line) or line.startswith(("#", "<!--")):
+            break
+    return len(lines)
+
+
 def _page_examples(page: str, text: str) -> list[Example]:
     lines = text.splitlines()  # fences may be indented (inside list items): they count too
     out: list[Example] = []
@@ -148,8 +161,8 @@ def _page_examples(page: str, text: str) -> list[Example]:
                     if exp_lang != "text":
                         raise ValueError(f"{page} line {k + 1}: expected output must be a text block")
                 rerun = None
-                j = _next_nonblank(lines, after)
-                if expected is not None and j < len(lines) and _RERUN.match(lines[j].strip()):
+                j = _rerun_marker(lines, after) if expected is not None else len(lines)
+                if j < len(lines):
                     k = _next_nonblank(lines, j + 1)
                     exp_lang, rerun, after = _fenced(lines, k)
                     if exp_lang != "text":

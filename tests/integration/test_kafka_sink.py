@@ -165,7 +165,7 @@ def test_mixin_composes_with_the_jetkafka_source_class():
 
 def test_records_kafka_refuses_go_to_the_dead_letter_topic_once(registered, kafka_bootstrap, kafka_topic,
                                                                 tmp_path):
-    """A partition the topic lacks (ids ending in 3), a value over message.max.bytes (7) and a
+    """A partition the topic lacks (ids ending in 3), a value over the topic's max.message.bytes (7) and a
     null topic (5) are dead letters, in the tasks' transactions; the stream goes on."""
     topic, dead = kafka_topic(partitions=2), kafka_topic()
     stream = (registered.readStream.format("jetspark_test_ids").option("total", TOTAL).option("step", STEP)
@@ -198,7 +198,10 @@ def test_records_kafka_refuses_go_to_the_dead_letter_topic_once(registered, kafk
             assert reason == "its topic is null and option 'topic' is not set"
         else:
             assert value is None and headers["jetspark.rejected.valueBytes"] == b"1100000"
-            assert "too large" in reason and headers["jetspark.rejected.topic"] == topic.encode()
+            # refused before the producer's own message.max.bytes: the topic's broker-side
+            # max.message.bytes (1 MiB by default) is the lower limit
+            assert f"over the max.message.bytes of topic '{topic}'" in reason
+            assert headers["jetspark.rejected.topic"] == topic.encode()
 
 
 _MAX, _BIG = 100_000, 150_000  # kafka.message.max.bytes, and a size over it

@@ -67,7 +67,9 @@ def _more_positions(bootstrap: str, topic: str, shift_s: int) -> None:
     producer.flush(30)
 
 
-def _windows(contender: str, spark, bootstrap: str, topic: str):
+def window_query(contender: str, spark, bootstrap: str, topic: str):
+    """The measured query: 10-second tumbling windows per vehicle, by Spark's `window()`
+    (contender "spark") or by jetspark's read_kafka_stream + window_aggregate."""
     from pyspark.sql import functions as F
 
     if contender == "spark":
@@ -119,7 +121,7 @@ def child_run(contender: str, bootstrap: str) -> dict:
             _more_positions(bootstrap, topic, shift_s=60)
         mark(f"{start}:build")
         t0 = time.time()
-        windows = _windows(contender, spark, bootstrap, topic)
+        windows = window_query(contender, spark, bootstrap, topic)
         built = time.time()
         mark(f"{start}:start")
         query = windows.writeStream.format("noop").option("checkpointLocation", checkpoint).start()

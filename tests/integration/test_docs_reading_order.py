@@ -12,8 +12,6 @@ one (the page says why), else its expected output again.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import time
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from tests.integration.test_readme_examples import (
     ENV_KAFKA,
     ENV_PG,
     TOPICS,
+    run_example,
 )
 
 pytestmark = pytest.mark.integration
@@ -79,16 +78,8 @@ def test_reading_order_examples_on_printed_names_twice(spark, kafka_bootstrap, p
             code = example.code
             for old, new in replacements.items():
                 code = code.replace(old, new)
-            out = io.StringIO()
-            try:
-                with contextlib.redirect_stdout(out):
-                    exec(compile(code, f"{example.page}:{example.line}:{example.name}", "exec"),
-                         {"__name__": f"reading_{example.name}", "spark": spark})
-            finally:
-                for query in spark.streams.active:  # an example that failed half-way
-                    query.stop()
+            printed = run_example(example, code, spark, "reading")
             expected = example.expected if run == "first run" else example.rerun_expected
             if expected is not None:
-                printed = out.getvalue().strip().splitlines()
-                assert printed == expected.strip().splitlines(), (
-                    f"{example.page}:{example.name} ({run}) printed:\n{out.getvalue()}")
+                assert printed.strip().splitlines() == expected.strip().splitlines(), (
+                    f"{example.page}:{example.name} ({run}) printed:\n{printed}")

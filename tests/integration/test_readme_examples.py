@@ -109,6 +109,20 @@ def prepared_code(example: readme.Example, ctx: Context, pg_dsn: str, pg_schema:
     return code
 
 
+def run_example(example: readme.Example, code: str, spark, prefix: str) -> str:
+    """``code`` (the example's, names replaced) run in ``spark``'s session, as a reader runs it;
+    what it printed. Queries an example left running (it failed half-way) are stopped."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, f"{example.page}:{example.line}:{example.name}", "exec"),
+                 {"__name__": f"{prefix}_{example.name}", "spark": spark})
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+    return out.getvalue()
+
+
 def check_printed(example: readme.Example, printed: str) -> None:
     """What the example printed equals its ``<!-- expected output -->`` block, if it has one."""
     if example.expected is not None:
@@ -120,12 +134,4 @@ def test_doc_example(example: readme.Example, spark, kafka_bootstrap, kafka_topi
                      amqp_url, rabbit_queue, tmp_path: Path):
     ctx = Context(kafka_bootstrap, kafka_topic, amqp_url, rabbit_queue)
     code = prepared_code(example, ctx, pg_dsn, pg_schema, tmp_path)
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            exec(compile(code, f"{example.page}:{example.line}:{example.name}", "exec"),
-                 {"__name__": f"readme_{example.name}", "spark": spark})
-    finally:
-        for query in spark.streams.active:  # an example that failed half-way
-            query.stop()
-    check_printed(example, out.getvalue())
+    check_printed(example, run_example(example, code, spark, "readme"))

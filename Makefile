@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap bootstrap-demo bootstrap-docs test soak demo demo-cluster docs lint services-up \
+.PHONY: bootstrap bootstrap-demo bootstrap-docs test soak soak-round demo demo-cluster docs lint services-up \
 	services-env services-down bench
 
 bootstrap:
@@ -22,7 +22,7 @@ test: bootstrap
 	$(BIN)/ruff check .
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# Every soak case (make test runs one slice of them a commit, tests/soak_slices.py): the crash
+# Every soak case (make test runs one slice of them a submission, tests/soak_slices.py): the crash
 # points, repeated, and the production-scale runs (soak_only), in tests/soak and
 # tests/integration; then the two-driver tests repeated (SOAK_REPEAT times). Every run goes on
 # after a failure; the dated report, reports/soak-YYYY-MM-DD.md (scripts/soak_report.py), lists
@@ -42,6 +42,11 @@ soak: bootstrap
 	$(BIN)/python scripts/soak_report.py reports/soak-$(SOAK_DAY).md $(SOAK_XML)/soak.xml \
 	  $$(for i in $$(seq $(SOAK_REPEAT)); do echo $(SOAK_XML)/two-drivers-$$i.xml; done); \
 	exit $$rc
+
+# Once per submission (docs/contributing.md, "Before you submit"): the next CI run takes the next
+# soak slice (tests/soak_round), so any SLICES consecutive submissions run every soak case.
+soak-round:
+	$(BIN)/python tests/soak_slices.py
 
 demo: bootstrap-demo
 	$(BIN)/jetspark demo $(DEMO_ARGS)

@@ -1,9 +1,11 @@
 """Every soak case in CI over a window of commits: each test run takes one slice of them.
 
 The soak cases (``@pytest.mark.soak``: every crash point, repeated) do not fit one run of the
-suite's time budget, so a run without ``-m`` takes one of ``SLICES`` slices, chosen by the
-commit: slice ``commits mod SLICES``, where ``commits`` is ``git rev-list --count HEAD``. Any
-``SLICES`` consecutive commits on one branch therefore run every sliced case once.
+suite's time budget, so a run without ``-m`` takes one of ``SLICES`` slices: slice
+``round mod SLICES``, where ``round`` is the number in ``tests/soak_round``. CI runs once per
+submission, not per commit, so the round is advanced once per submission (``make soak-round``,
+part of the stop checklist in docs/contributing.md): any ``SLICES`` consecutive submissions
+therefore run every sliced case once, however many commits each one carries.
 
 A case belongs to a slice by its place among the sorted node ids of the run's soak cases
 (round-robin): the slices differ by one case at most, and the repetitions of one fault point,
@@ -18,7 +20,6 @@ selection its expression makes (``make soak``: ``-m soak``).
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 
 ENV = "JETSPARK_SOAK_SLICE"
+ROUND_FILE = "tests/soak_round"
 # Slices per window: each adds at most ~8 minutes to a run on 2 loaded cores (durations in
 # docs/contributing.md, "Soak cases").
 SLICES = 14
@@ -65,26 +67,35 @@ def parse(value: str) -> Choice:
         f"'all' or 'none'")
 
 
-def commit_count(root: Path) -> int | None:
-    """``git rev-list --count HEAD`` in ``root``; ``None`` outside a git checkout."""
-    try:
-        done = subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=root, capture_output=True,
-                              text=True, timeout=60, check=False)
-    except OSError:
-        return None
-    out = done.stdout.strip()
-    return int(out) if done.returncode == 0 and out.isdigit() else None
+def read_round(root: Path) -> int:
+    """The submission round in ``tests/soak_round`` (its first line that is not a comment)."""
+    path = root / ROUND_FILE
+    for line in path.read_text().splitlines():
+        text = line.strip()
+        if text and not text.startswith("#"):
+            if text.isdigit():
+                return int(text)
+            break
+    raise pytest.UsageError(f"{ROUND_FILE} holds no round number (a line with a whole number): "
+                            f"`make soak-round` writes one")
+
+
+def advance_round(root: Path) -> int:
+    """Writes the next round into ``tests/soak_round`` and returns it (``make soak-round``)."""
+    path = root / ROUND_FILE
+    following = read_round(root) + 1
+    kept = [line for line in path.read_text().splitlines() if line.strip().startswith("#")]
+    path.write_text("\n".join([*kept, str(following)]) + "\n")
+    return following
 
 
 def choose(root: Path, env: dict[str, str] | None = None) -> Choice:
-    """The run's choice: the variable when set, else the commit's slice (slice 0 without git)."""
+    """The run's choice: the variable when set, else the submission round's slice."""
     value = (os.environ if env is None else env).get(ENV, "")
     if value.strip():
         return parse(value)
-    count = commit_count(root)
-    if count is None:
-        return Choice("slice", 0, SLICES, "no git commit count: slice 0")
-    return Choice("slice", count % SLICES, SLICES, f"commit count {count} mod {SLICES}")
+    number = read_round(root)
+    return Choice("slice", number % SLICES, SLICES, f"round {number} mod {SLICES}")
 
 
 def _choice(config: pytest.Config) -> Choice:
@@ -130,3 +141,9 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     note = config.stash.get(_NOTE, None)
     if note:
         terminalreporter.write_sep("-", note)
+
+
+if __name__ == "__main__":  # make soak-round
+    _root = Path(__file__).resolve().parents[1]
+    _number = advance_round(_root)
+    print(f"{ROUND_FILE}: round {_number}, so the next CI run takes soak slice {_number % SLICES}/{SLICES}")

@@ -108,12 +108,28 @@ def test_a_run_deselects_the_soak_cases_outside_its_slice_and_a_mark_expression_
     assert len(nodes) == 4
 
 
-def test_the_commit_chooses_the_slice_without_the_variable():
-    count = soak_slices.commit_count(ROOT)
-    assert count is not None
+def test_the_submission_round_chooses_the_slice_without_the_variable():
+    number = soak_slices.read_round(ROOT)
     choice = soak_slices.choose(ROOT, env={})
     slices = soak_slices.SLICES
-    assert (choice.mode, choice.index, choice.slices) == ("slice", count % slices, slices)
+    assert (choice.mode, choice.index, choice.slices) == ("slice", number % slices, slices)
+
+
+def test_advancing_the_round_moves_the_next_run_to_the_next_slice_and_keeps_the_comments(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / soak_slices.ROUND_FILE).write_text("# why\n13\n")
+    before = soak_slices.choose(tmp_path, env={})
+    assert soak_slices.advance_round(tmp_path) == 14
+    after = soak_slices.choose(tmp_path, env={})
+    assert after.index == (before.index + 1) % soak_slices.SLICES
+    assert (tmp_path / soak_slices.ROUND_FILE).read_text() == "# why\n14\n"
+
+
+def test_a_round_file_without_a_number_is_refused_by_name(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / soak_slices.ROUND_FILE).write_text("# nothing\nsoon\n")
+    with pytest.raises(pytest.UsageError, match="tests/soak_round holds no round number"):
+        soak_slices.choose(tmp_path, env={})
 
 
 @pytest.mark.parametrize("value", ["3/3", "x", "1/", "-1/2"])

@@ -129,6 +129,10 @@ def check_printed(example: readme.Example, printed: str) -> None:
         assert printed.strip().splitlines() == example.expected.strip().splitlines(), printed
 
 
+# In a slice of the soak cases (tests/soak_slices.py), not in every run: every make test runs each
+# example already, on the printed names and twice, in tests/integration/test_docs_reading_order.py;
+# this isolated run (names of its own) names the broken example alone, over the slices.
+@pytest.mark.soak
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
 def test_doc_example(example: readme.Example, spark, kafka_bootstrap, kafka_topic, pg_dsn, pg_schema,
                      amqp_url, rabbit_queue, tmp_path: Path):

@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
+from jetspark.datasources.kafka import writer_costs
 from jetspark.errors import JetsparkError, OptionError
 from jetspark.options import Options
 from jetspark.redaction import redacted_repr
@@ -321,6 +323,19 @@ class TypedValues:
             raise _Unusable(why)
         if ready is not None:
             return ready
+        started, outcome = time.perf_counter(), "failed (the task fails)"
+        try:
+            ready = self._decide(key, schema_id, prepare)
+            outcome = "usable"
+            return ready
+        except _Unusable:
+            outcome = "unusable"
+            raise
+        finally:
+            writer_costs.count(self.column, schema_id, self.fmt, outcome, time.perf_counter() - started)
+
+    def _decide(self, key: tuple, schema_id: int, prepare):
+        """What ``prepare()`` makes of the writer, kept; or :class:`_Unusable`, kept when it lasts."""
         try:
             ready = prepare()
             with _PROGRAMS_LOCK:

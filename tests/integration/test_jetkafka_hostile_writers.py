@@ -166,6 +166,28 @@ def test_each_unusable_writer_id_makes_its_records_malformed_once_per_process(re
             typed.decode_values(pa.array([_framed(1, 0), _framed(schema_id, 1)], pa.binary()))
 
 
+def test_each_writer_id_is_compiled_and_counted_once_per_process_not_per_record(registry, capfd):
+    """The time deciding writer schemas takes (the registry's answer, compiling) is counted per
+    new writer id, and each decision said on stderr with the id: a replay adds nothing."""
+    from jetspark.datasources.kafka.writer_costs import writer_costs
+
+    ids = [1, 1, 2, 1, 2, 2, 1]
+    values = pa.array([_framed(i, n) for n, i in enumerate(ids)], pa.binary())
+    typed = _typed(registry.url)
+    before = writer_costs()
+    capfd.readouterr()
+    typed.decode_values(values)
+    after = writer_costs()
+    assert after.schemas == before.schemas + 2 and after.seconds > before.seconds
+    said = [line for line in capfd.readouterr().err.splitlines() if "writer schema id" in line]
+    assert len(said) == 2 and "value writer schema id 1 (avro): usable in " in said[0], said
+    assert "value writer schema id 2 (avro): unusable in " in said[1], said
+    assert f"{after.schemas} writer schemas in " in said[1], said
+    typed.decode_values(values)  # a replay: both ids are decided already
+    assert writer_costs() == after
+    assert "writer schema id" not in capfd.readouterr().err
+
+
 PROTO_READER = 'syntax = "proto3";\npackage hostile;\nmessage M { int32 v = 1; }\n'
 
 

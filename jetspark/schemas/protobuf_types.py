@@ -64,6 +64,9 @@ def load_file(text: str, dependency: Callable[[str], str | None]) -> FileDescrip
         if depth > 32:
             raise ProtobufSchemaError("the Protobuf schema's imports nest too deep")
         for name in proto.dependency:
+            if not isinstance(name, str):  # a serialized file's import that is not UTF-8 comes as bytes
+                raise ProtobufSchemaError(f"the Protobuf file {_shown_name(proto.name)} imports {name!r}, "
+                                          "a name that is not UTF-8")
             if name in added or _is_well_known(name):
                 continue
             found = dependency(name)
@@ -94,6 +97,11 @@ def load_file(text: str, dependency: Callable[[str], str | None]) -> FileDescrip
         return pool.FindFileByName(root.name)
     except KeyError as e:
         raise ProtobufSchemaError(f"the Protobuf file {root.name!r} does not build: {e}") from None
+
+
+def _shown_name(name: str | bytes) -> str:
+    """A file's name as an error shows it (a serialized file's name may not be UTF-8 either)."""
+    return repr(name) if isinstance(name, str) else repr(name.decode("utf-8", "backslashreplace"))
 
 
 _ALIAS_DEFAULTS: dict[FileDescriptor, dict[str, str]] = {}

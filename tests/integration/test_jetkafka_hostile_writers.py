@@ -226,6 +226,42 @@ def test_each_unusable_protobuf_writer_makes_its_records_malformed(registry):
         assert f"schema id {schema_id}" in errors[n].as_py() and reason in errors[n].as_py(), errors[n]
 
 
+def test_a_serialized_protobuf_writer_whose_import_is_not_utf8_makes_its_records_malformed(registry):
+    """A registry answers a Protobuf schema as a serialized FileDescriptorProto (base64), whose
+    strings nothing checks: an import that is not UTF-8 comes out of it as bytes. That writer
+    id's records are malformed, naming the id and the import; the task goes on."""
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    proto = descriptor_pb2.FileDescriptorProto(name="w.proto", package="hostile", syntax="proto3",
+                                               dependency=["a.proto"])
+    message = proto.message_type.add(name="M")
+    message.field.add(name="v", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_INT32,
+                      label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    serialized = proto.SerializeToString().replace(b"a.proto", b"\xff.proto")  # the same length
+    registry.routes.update({
+        "/subjects/t-value/versions/latest": (200, {"id": 30, "version": 1, "schemaType": "PROTOBUF",
+                                                    "schema": PROTO_READER}),
+        "/schemas/ids/30": (200, {"schemaType": "PROTOBUF", "schema": PROTO_READER}),
+        "/schemas/ids/35": (200, {"schemaType": "PROTOBUF", "schema": base64.b64encode(serialized).decode(),
+                                  "references": [{"name": "a.proto", "subject": "a", "version": 1}]}),
+    })
+    typed = TypedValues.parse(Options({"schemaRegistry.url": registry.url, "value.format": "protobuf",
+                                       "schemaRegistry.timeout": "3s"}), ("t",))
+    ids = [30, 35, 30, 35]
+    values = pa.array([b"\x00" + i.to_bytes(4, "big") + b"\x00\x08" + bytes([n + 1])  # indexes [0], v
+                       for n, i in enumerate(ids)], pa.binary())
+    decoded, errors = typed.decode_values(values)
+    assert [d.as_py() for d in decoded] == [{"v": 1}, None, {"v": 3}, None]
+    assert errors[0].as_py() is None and errors[2].as_py() is None
+    for n in (1, 3):
+        text = errors[n].as_py()
+        assert text.startswith("schema id 35: "), text
+        assert "imports b'\\xff.proto', a name that is not UTF-8" in text, text
+    assert registry.asked["/schemas/ids/35?format=serialized"] == 1  # decided once
+
+
 def test_a_registry_that_never_finishes_an_answer_fails_within_the_timeout():
     """A body dripped byte by byte: the total deadline, not each read's, ends the request."""
     import socket

@@ -10,7 +10,8 @@ from jetspark.errors import JetsparkError
 
 def _services(args: argparse.Namespace) -> int:
     from jetspark.devtools.services import local
-    from jetspark.devtools.services.endpoints import SERVICES, Endpoints
+    from jetspark.devtools.services.endpoints import SERVICES
+    from jetspark.devtools.services.exports import shown
 
     names = args.names or None
     if args.action == "fetch":
@@ -28,22 +29,18 @@ def _services(args: argparse.Namespace) -> int:
 
             print(f"schema registry (Apicurio Registry): {app_dir()}")
     elif args.action == "up":
-        endpoints, started = local.up(names)
-        reused = [n for n in (names or SERVICES) if n not in started]
+        _endpoints, started = local.up(names)
+        chosen = names or SERVICES
+        reused = [n for n in chosen if n not in started]
         print(f"started: {', '.join(started) or '-'}; already running: {', '.join(reused) or '-'}")
-        _print_env(endpoints)
+        _print_env({n: rec for n, rec in local.status().items() if n in chosen})
     elif args.action == "env":
-        records = local.status()
-        endpoints = Endpoints()
-        for name, rec in records.items():
-            if rec.alive() and (not names or name in names):
-                endpoints = endpoints.with_endpoint(name, rec.endpoint)
-        _print_env(endpoints)
+        _print_env({n: rec for n, rec in local.status().items() if rec.alive() and (not names or n in names)})
     elif args.action == "status":
         for name, rec in local.status().items():
             pids = ",".join(str(p.pid) for p in rec.processes)
             state = "running" if rec.alive() else "DEAD"
-            print(f"{name:9} {state:8} pids={pids} endpoint={rec.endpoint} data={rec.data_dir}")
+            print(f"{name:9} {state:8} pids={pids} endpoint={shown(rec.endpoint)} data={rec.data_dir}")
     elif args.action == "down":
         stopped = local.down(names)
         print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
@@ -53,13 +50,16 @@ def _services(args: argparse.Namespace) -> int:
                                 "(kafka, postgres, rabbitmq, spark or registry)")
         for name in names:
             rec = local.restart(name)
-            print(f"restarted {name}: {rec.endpoint}")
+            print(f"restarted {name}: {shown(rec.endpoint)}")
     return 0
 
 
-def _print_env(endpoints) -> None:
-    for key, value in endpoints.as_env().items():
-        print(f"export {key}='{value}'")
+def _print_env(records) -> None:
+    """The ``export`` lines of ``records``' endpoints, no password in them (:mod:`.exports`)."""
+    from jetspark.devtools.services.exports import export_lines
+
+    for line in export_lines(records):
+        print(line)
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -93,3 +93,26 @@ def test_up_is_idempotent_restart_keeps_data_down_leaves_nothing(own_run_dir):
     assert not any(pid_alive(pid) for pid in pids)
     assert _processes_mentioning(str(own_run_dir)) == []
     assert Registry(own_run_dir).load() == {}
+
+
+def test_services_env_prints_no_password_and_evaluates_to_a_url_that_connects(own_run_dir):
+    """``eval "$(jetspark services env)"`` (README, Makefile) gives a working AMQP URL, read from
+    the password file; the printed lines of up, env and status hold no password."""
+    import subprocess
+    import sys
+
+    endpoints, _ = local.up(["rabbitmq"])
+    password = (own_run_dir / "rabbitmq" / rabbitmq.PASSWORD_FILE).read_text().strip()
+    assert f":{password}@" in endpoints.amqp_url
+    cli = str(Path(sys.executable).parent / "jetspark")
+    printed = {action: subprocess.run([cli, "services", *action], check=True, capture_output=True,
+                                      text=True).stdout
+               for action in (("up", "rabbitmq"), ("env",), ("status",))}
+    for action, text in printed.items():
+        assert password not in text, action
+    assert "export JETSPARK_AMQP_URL=" in printed[("env",)]
+    assert "export JETSPARK_AMQP_URL=" in printed[("up", "rabbitmq")]
+    script = f'eval "$({cli} services env)"; printf %s "$JETSPARK_AMQP_URL"'
+    evaluated = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True).stdout
+    assert evaluated == endpoints.amqp_url
+    rabbitmq.probe(evaluated)

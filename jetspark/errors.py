@@ -41,7 +41,8 @@ class JetsparkError(Exception):
         upper snake case (``OptionError`` → ``JETSPARK_OPTION_ERROR``); the root's is
         ``JETSPARK_ERROR``.
     spark_exception : BaseException or None
-        For an error :func:`jetspark_error_of` rebuilt from Spark's wrapping: the exception
+        For an error [`jetspark_error_of`][jetspark.errors.jetspark_error_of] rebuilt from
+        Spark's wrapping: the exception
         Spark raised. None for an error raised directly.
     """
 
@@ -54,7 +55,7 @@ class JetsparkError(Exception):
             cls.code = "JETSPARK_" + re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls.__name__).upper()
 
     def getCondition(self) -> str:  # PySpark's name (PySparkException)
-        """The error's condition, :attr:`code` (as PySpark's errors' ``getCondition()``)."""
+        """The error's condition, ``code`` (as PySpark's errors' ``getCondition()``)."""
         return self.code
 
     @classmethod
@@ -70,7 +71,7 @@ class OptionError(JetsparkError, ValueError):
     """An option is unknown, missing or malformed.
 
     The message names the option, the value given and what is accepted. The value is
-    shown as :func:`jetspark.redaction.shown_value` allows (``***`` for a credential, no
+    shown as ``jetspark.redaction.shown_value`` allows (``***`` for a credential, no
     value for an unknown option); the exception keeps only that shown form.
     """
 
@@ -187,9 +188,10 @@ def jetspark_error_of(
         The error itself when ``exc`` is (or was caused by) one; otherwise an instance of the
         named class rebuilt from the wrapped message: ``str(err)`` is the original message,
         ``err.code`` its condition, ``err.spark_exception`` is ``exc``, and an
-        :class:`OptionError` has ``option``, ``value`` (as shown) and ``accepted`` back.
+        [`OptionError`][jetspark.errors.OptionError] has ``option``, ``value`` (as shown) and
+        ``accepted`` back.
         A class the traceback names that this process cannot import is rebuilt as
-        :class:`JetsparkError`. None when no jetspark error of ``cls`` is found.
+        [`JetsparkError`][jetspark.errors.JetsparkError]. None when no jetspark error of ``cls`` is found.
 
     Examples
     --------
@@ -223,18 +225,19 @@ def jetspark_error_of(
 
 
 def is_jetspark_error(exc: BaseException | None, cls: type[JetsparkError] = JetsparkError) -> bool:
-    """Whether ``exc`` is, or wraps, a jetspark error of ``cls``: see :func:`jetspark_error_of`.
+    """Whether ``exc`` is, or wraps, a jetspark error of ``cls``: see
+    [`jetspark_error_of`][jetspark.errors.jetspark_error_of].
 
     Parameters
     ----------
     exc : BaseException or None
         The exception caught (or ``query.exception()``).
     cls : type of JetsparkError, default JetsparkError
-        The jetspark error class to look for, e.g. :class:`OptionError`.
+        The jetspark error class to look for, e.g. [`OptionError`][jetspark.errors.OptionError].
 
     Returns
     -------
     bool
-        True when :func:`jetspark_error_of` finds one.
+        True when [`jetspark_error_of`][jetspark.errors.jetspark_error_of] finds one.
     """
     return jetspark_error_of(exc, cls) is not None

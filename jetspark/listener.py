@@ -75,7 +75,7 @@ class BatchProgress:
 
     @property
     def slowest(self) -> tuple[str, int] | None:
-        """(partition, ms its wm is behind the leading partition's) — see :func:`slowest_of`."""
+        """(partition, ms its wm is behind the leading partition's) — see ``slowest_of``."""
         return slowest_of(self.partitions)
 
     @property
@@ -155,7 +155,7 @@ def offsets_behind_latest(progress) -> list[dict[str, float] | None]:
     the source does not say). Spark's own Kafka source puts them in the source's ``metrics``;
     a Python data source cannot (PySpark 4.3 has no hook for it), so jetkafka puts them in
     its reported ``latestOffset``, where this finds them. ``progress``: as for
-    :func:`observed_metrics`."""
+    [`observed_metrics`][jetspark.listener.observed_metrics]."""
     progress = _as_dict(progress)
     out: list[dict[str, float] | None] = []
     for source in progress.get("sources") or []:
@@ -173,7 +173,8 @@ def offsets_behind_latest(progress) -> list[dict[str, float] | None]:
 
 
 def batch_progress(progress: Mapping | str) -> BatchProgress:
-    """A :class:`BatchProgress` from a progress (``json.loads(p.json)``, or the JSON text)."""
+    """A [`BatchProgress`][jetspark.listener.BatchProgress] from a progress
+    (``json.loads(p.json)``, or the JSON text)."""
     if isinstance(progress, str):
         progress = json.loads(progress)
     sources = progress.get("sources") or []
@@ -202,11 +203,13 @@ def format_line(b: BatchProgress, time: Callable[[int | None], str] = iso) -> st
 
 
 class WatermarkListener(StreamingQueryListener):
-    """Logs :func:`format_line` (or ``line``) of every batch of every query, to ``emit``.
+    """Logs [`format_line`][jetspark.listener.format_line] (or ``line``) of every batch of every
+    query, to ``emit``.
 
     ``emit``: where lines go (default: ``logging.getLogger("jetspark.progress").info``);
-    ``line``: a :class:`BatchProgress` → text (None: no line for that batch);
-    ``on_batch``: also called with each :class:`BatchProgress`.
+    ``line``: a [`BatchProgress`][jetspark.listener.BatchProgress] → text (None: no line for that
+    batch);
+    ``on_batch``: also called with each [`BatchProgress`][jetspark.listener.BatchProgress].
     """
 
     def __init__(self, emit: Callable[[str], None] | None = None, *,

@@ -134,7 +134,8 @@ def window_aggregate(
         ``sliding(size, slide)``, ``tumbling(size)`` or ``session(timeout)``.
     aggs : Mapping[str, AggregateOperation]
         Result column name → operation, e.g. ``{"n": ops.count(), "avg": ops.avg("x")}``
-        (:mod:`jetspark.windowing.ops`, or a subclass of :class:`AggregateOperation`).
+        (``jetspark.windowing.ops``, or a subclass of
+        [`AggregateOperation`][jetspark.windowing.AggregateOperation]).
         Operations take column names or Column expressions.
     deduct : bool, default True
         Slide windows by deducting the frame that leaves (Jet's "previous − trailing frame +
@@ -154,7 +155,7 @@ def window_aggregate(
         query's update output mode with it only). A checkpoint keeps the API it was
         started with: one written by jetspark 0.1.0 (``transformWithStateInPandas``
         for every query) restarts with ``state_api="transformWithStateInPandas"``
-        (:mod:`jetspark.windowing.stateful` has the measurements).
+        (``jetspark.windowing.stateful`` has the measurements).
     engine : {"auto", "python", "native"}, default "auto"
         ``"auto"``: static tumbling windows of built-in operations run as Spark's own
         aggregation (all but var_pop, stddev_pop and collect_sorted); static sliding windows

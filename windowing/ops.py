@@ -519,7 +519,8 @@ def regr_slope(y: ColumnOrName, x: ColumnOrName) -> LinearSlope:
 
 def regr_intercept(y: ColumnOrName, x: ColumnOrName) -> LinearIntercept:
     """Least-squares intercept of ``y`` over ``x`` — Spark's ``regr_intercept(y, x)``, in
-    Spark's order: the dependent variable first. Null when :func:`regr_slope` is.
+    Spark's order: the dependent variable first. Null when
+    [`regr_slope`][jetspark.windowing.ops.regr_slope] is.
 
     Parameters
     ----------

@@ -36,7 +36,7 @@ def read_kafka_stream(spark: SparkSession | ConnectSession, options: Mapping[str
         The streaming DataFrame after ``withWatermark("watermark", "0 seconds")``, so
         Spark's event-time watermark is the source's coalesced watermark; heartbeat rows stay
         in it (``window_aggregate`` drops them). See
-        :func:`jetspark.datasources.stream.read_stream`; the per-partition watermarks are in
+        ``jetspark.datasources.stream.read_stream``; the per-partition watermarks are in
         the end offset's ``partitions[topic][partition]``.
 
     Raises
@@ -44,7 +44,7 @@ def read_kafka_stream(spark: SparkSession | ConnectSession, options: Mapping[str
     jetspark.errors.SparkConnectError
         Over Spark Connect, when the server cannot run the source. An invalid option fails
         the query when Spark plans it, wrapped by Spark: find it with
-        :func:`jetspark.errors.jetspark_error_of`.
+        [`jetspark.errors.jetspark_error_of`][jetspark.errors.jetspark_error_of].
     """
     from pyspark_jetkafka import DefaultSource  # source AND sink: the name must keep its writer
 

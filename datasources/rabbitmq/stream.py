@@ -33,8 +33,8 @@ def read_rabbitmq_stream(spark: SparkSession | ConnectSession, options: Mapping[
     -------
     DataFrame
         The streaming DataFrame after ``withWatermark("watermark", "0 seconds")``, as
-        :func:`jetspark.datasources.read_kafka_stream` (see
-        :func:`jetspark.datasources.stream.read_stream`); the queue's watermark is in the end
+        [`jetspark.datasources.read_kafka_stream`][jetspark.datasources.read_kafka_stream] (see
+        ``jetspark.datasources.stream.read_stream``); the queue's watermark is in the end
         offset's ``partitions[queue]["0"]``.
 
     Raises
@@ -42,7 +42,7 @@ def read_rabbitmq_stream(spark: SparkSession | ConnectSession, options: Mapping[
     jetspark.errors.SparkConnectError
         Over Spark Connect, when the server cannot run the source. An invalid option fails
         the query when Spark plans it, wrapped by Spark: find it with
-        :func:`jetspark.errors.jetspark_error_of`.
+        [`jetspark.errors.jetspark_error_of`][jetspark.errors.jetspark_error_of].
     """
     from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 

@@ -224,7 +224,7 @@ def inspect(checkpoint: str, *, last: int | None = 20, kafka: str | None = None,
     offset; ``pg`` (+ ``sink_id``, default the query id): the jetjdbc sink's prepared
     transactions; ``amqp`` + ``queue`` (+ ``rabbitmq_api``, the management plugin's URL):
     the queue's counts; ``wal_location``: jetrabbitmq's WAL, dedup and lease files;
-    ``credentials``: passwords and Kafka settings (:mod:`jetspark.inspect.credentials`; a
+    ``credentials``: passwords and Kafka settings (``jetspark.inspect.credentials``; a
     ``bootstrap.servers`` there stands for ``kafka``). A service that cannot be asked is named
     in ``Report.errors``, which never show a credential; ``timeout_s`` bounds each Kafka request.
     """

@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: bootstrap bootstrap-demo bootstrap-docs test soak soak-round demo demo-cluster docs lint services-up \
+.PHONY: bootstrap bootstrap-demo bootstrap-docs test soak soak-round demo demo-cluster docs docs-generated lint services-up \
 	services-env services-down bench
 
 bootstrap:
@@ -54,6 +54,13 @@ demo: bootstrap-demo
 # The documentation site (docs/, mkdocs.yml): strict, so a broken link or anchor fails it.
 docs: bootstrap-docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The generated parts of the docs, redrawn from the code: the API and errors tables
+# (docs/hooks.py) and the explanation pages' figures (scripts/doc_pictures.py); unit tests fail
+# when a committed one is stale.
+docs-generated: bootstrap
+	$(BIN)/python docs/hooks.py
+	$(BIN)/python scripts/doc_pictures.py
 
 # The demo submitted to a local standalone cluster (master + 2 workers); services stay up
 # afterwards (`make services-down` stops them).

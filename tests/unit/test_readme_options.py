@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from jetspark.datasources.kafka import options as kafka_options
+from jetspark.datasources.kafkashare import options as share_options
 from jetspark.datasources.rabbitmq import options as rabbitmq_options
 from jetspark.errors import OptionError
 from jetspark.sinks.jdbc import options as jdbc_options
@@ -58,6 +59,10 @@ FORMATS = {
         sink_kafka_options.KafkaSinkOptions.parse,
         {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t"},
         sink_kafka_options.KNOWN, "kafka."),
+    "jetkafkashare-source": Format(
+        share_options.ShareOptions.parse,
+        {"kafka.bootstrap.servers": "127.0.0.1:9092", "kafka.group.id": "g", "subscribe": "t"},
+        share_options.KNOWN, "kafka."),
     "jetrabbitmq-source": Format(
         rabbitmq_options.RabbitMQOptions.parse,
         {"url": "amqp://guest:guest@127.0.0.1:5672/%2F", "queue": "q", "walLocation": "/tmp/wal"},

@@ -130,6 +130,8 @@ class QueueConsumer:
                 delay = min(delay * 2, 2.0)
         if self.generation > 1:
             self.reconnects += 1
+            log.warning("jetrabbitmq: reconnected to %s (reconnect %d; the broker requeues what the "
+                        "lost channel held unacked)", self.display_url, self.reconnects)
         if self._keepalive is None or not self._keepalive.is_alive():
             self._keepalive = threading.Thread(target=self._keep_alive, name="jetrabbitmq-keepalive",
                                                daemon=True)

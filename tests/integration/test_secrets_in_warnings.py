@@ -65,7 +65,8 @@ def test_a_lost_connection_and_its_reconnect_log_no_password(canary_broker, capl
             assert proxy.reset_open() >= 1
             consumer.ensure_open()
             assert consumer.reconnects == 1
-        assert "lost" in caplog.text, caplog.text  # the warning was logged
+        assert "lost" in caplog.text, caplog.text  # the warnings were logged
+        assert "jetrabbitmq: reconnected to " in caplog.text, caplog.text
         assert CANARY not in caplog.text and CANARY not in repr(consumer)
     finally:
         consumer.close()

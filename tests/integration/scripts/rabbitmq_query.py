@@ -1,6 +1,6 @@
 """Query script for jetrabbitmq kill tests: queue -> foreachBatch -> PostgreSQL (idempotent).
 
-Usage: rabbitmq_query.py AMQP_URL QUEUE WAL_DIR CHECKPOINT PG_DSN PG_SCHEMA MAX_PER_TRIGGER
+Usage: rabbitmq_query.py AMQP_URL QUEUE WAL_DIR CHECKPOINT PG_DSN PG_SCHEMA MAX_PER_TRIGGER [PREFETCH]
 Runs with Trigger.AvailableNow and exits 0 when done; a fault point may SIGKILL it first.
 """
 
@@ -15,6 +15,7 @@ from tests.integration.scripts.rabbitmq_common import pg_batch_writer, pg_sink_t
 
 def main() -> None:
     url, queue, wal, checkpoint, dsn, schema, max_per_trigger = sys.argv[1:8]
+    prefetch = dict(enumerate(sys.argv[8:])).get(0)
     spark = local_session("jetrabbitmq-kill-test")
     from jetspark.datasources.rabbitmq.source import RabbitMQDataSource
 
@@ -24,6 +25,7 @@ def main() -> None:
         spark.readStream.format("jetrabbitmq")
         .option("url", url).option("queue", queue).option("walLocation", wal)
         .option("maxMessagesPerTrigger", max_per_trigger)
+        .options(**({"prefetch": prefetch} if prefetch else {}))
         .load()
         .where("NOT heartbeat")  # stubs of late messages
     )

@@ -138,8 +138,9 @@ class RegisteredSchema:
 
 
 _BY_ID: dict[tuple, RegisteredSchema | SchemaRegistryError] = {}
-"""Schemas by (URLs, id, serialized) and numbered versions by (URLs, subject, version,
-serialized), and the lasting refusals of either."""
+"""Schemas by (settings, id, serialized) and numbered versions by (settings, subject, version,
+serialized), and the lasting refusals of either: the settings hold the credentials, so what one
+user was given (or refused) is never another's answer."""
 _SERIALIZED = "?format=serialized"
 _BY_ID_LOCK = threading.Lock()
 
@@ -184,7 +185,7 @@ class RegistryClient:
         as a base64 ``FileDescriptorProto`` rather than ``.proto`` text (Confluent's
         ``?format=serialized``; a registry that stored the serialized form gives it anyway)."""
         path = f"/schemas/ids/{schema_id}{_SERIALIZED if serialized else ''}"
-        return _remembered((self.settings.urls, schema_id, serialized),
+        return _remembered((self.settings, schema_id, serialized),
                            lambda: _registered(self._get(path), schema_id, path=path))
 
     def version(self, subject: str, version: int | None = None, *,
@@ -201,7 +202,7 @@ class RegistryClient:
 
         if version is None:
             return ask()
-        return _remembered((self.settings.urls, subject, version, serialized), ask)
+        return _remembered((self.settings, subject, version, serialized), ask)
 
     def register(self, subject: str, schema_type: str, text: str) -> int:
         """Register ``text`` under ``subject`` (or find it there); its schema id."""

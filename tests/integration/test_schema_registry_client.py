@@ -62,3 +62,43 @@ def test_an_unreachable_registry_names_the_options_and_never_the_password():
     assert "cannot reach the Schema Registry (schemaRegistry.url)" in text
     assert "schemaRegistry.timeout" in text and "s3cr3t" not in text
     assert "s3cr3t" not in repr(client)
+
+
+def test_what_one_credential_was_given_is_never_another_credentials_answer():
+    """Schemas are kept for the process per registry settings, credentials included: a client
+    with a wrong password (or none) is asked by the registry, and refused, even for an id a
+    client with the right one has read (a shared process, such as a Spark Connect server, serves
+    several users)."""
+    import base64
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    good = "Basic " + base64.b64encode(b"reader:right-password").decode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, body = ((200, {"schema": json.dumps(V1)}) if self.headers.get("Authorization") == good
+                            else (401, {"error_code": 40101, "message": "Unauthorized"}))
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert json.loads(_client(url, **{"schemaRegistry.basic.auth.user.info": "reader:right-password"})
+                          .schema(7).text) == V1
+        for extra in ({"schemaRegistry.basic.auth.user.info": "reader:wrong-password"}, {}):
+            with pytest.raises(SchemaRegistryError, match="HTTP 401") as refused:
+                _client(url, **extra).schema(7)
+            assert "wrong-password" not in str(refused.value) and "right-password" not in str(refused.value)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -25,9 +25,10 @@ def _services(args: argparse.Namespace) -> int:
             print(f"kafka jars: {libs_dir()}")
             print(f"kafka tools jar: {tools_jar()}")
         if "registry" in (names or ()):
-            from jetspark.devtools.services.schema_registry import app_dir
+            from jetspark.devtools.services.schema_registry import app_dir, native_transport
 
             print(f"schema registry (Apicurio Registry): {app_dir()}")
+            print(f"its Unix socket transport (Netty epoll): {', '.join(map(str, native_transport()))}")
     elif args.action == "up":
         _endpoints, started = local.up(names)
         chosen = names or SERVICES

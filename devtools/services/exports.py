@@ -1,8 +1,8 @@
 """The shell lines ``jetspark services up`` and ``env`` print, and how a service's endpoint is
 shown: never with its password. A URL whose password a local service keeps in a file beside
-its data (RabbitMQ's ``amqp-password``) is printed with ``$(cat <file>)`` (the path
-shell-quoted) in its place, so ``eval "$(jetspark services env)"`` reads it from the file, and
-the printed text holds none::
+its data (RabbitMQ's ``amqp-password``, the Schema Registry's ``registry-password``) is
+printed with ``$(cat <file>)`` (the path shell-quoted) in its place, so
+``eval "$(jetspark services env)"`` reads it from the file, and the printed text holds none::
 
   export JETSPARK_AMQP_URL="amqp://jetspark:$(cat /tmp/jetspark-1/rabbitmq/amqp-password)@127.0.0.1:5672/%2F"
 
@@ -21,7 +21,7 @@ from jetspark.devtools.services.endpoints import ENV_VARS
 from jetspark.devtools.services.registry import ServiceRecord
 from jetspark.redaction import redact_dsn
 
-PASSWORD_FILES = {"rabbitmq": "amqp-password"}
+PASSWORD_FILES = {"rabbitmq": "amqp-password", "registry": "registry-password"}
 """The file beside a service's data that holds its URL's password."""
 
 

@@ -187,7 +187,8 @@ def test_a_registry_down_during_a_query_fails_it_naming_the_registry_and_a_resta
     topic = kafka_topic()
     parts = urlsplit(schema_registry_url)
     proxy = TcpProxy(parts.hostname, parts.port)
-    via_proxy = schema_registry_url.replace(f":{parts.port}", f":{proxy.port}", 1)
+    user_info, at, _ = parts.netloc.rpartition("@")  # the local registry's user and password kept
+    via_proxy = parts._replace(netloc=f"{user_info}{at}{parts.hostname}:{proxy.port}").geturl()
     line = {"sku": "a", "qty": 1}
 
     def produce_orders(schema: dict, ids: range, conf: dict | None = None, **extra) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import tempfile
 from pathlib import Path
@@ -116,3 +117,73 @@ def test_services_env_prints_no_password_and_evaluates_to_a_url_that_connects(ow
     evaluated = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True).stdout
     assert evaluated == endpoints.amqp_url
     rabbitmq.probe(evaluated)
+
+
+def test_the_local_schema_registry_takes_its_password_only(own_run_dir):
+    """The local Schema Registry listens on a Unix socket in a 0700 folder only; its TCP port is
+    a gate that answers 401 without user ``jetspark`` and the password of ``registry-password``
+    (0600), and forwards with it. ``services env`` prints the URL without the password, and it
+    evaluates to one confluent-kafka's client and jetspark's read with."""
+    import stat
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    from jetspark.devtools.services import schema_registry
+    from jetspark.options import Options
+    from jetspark.schemas.registry import RegistryClient, RegistrySettings, SchemaRegistryError
+
+    endpoints, _ = local.up(["registry"])
+    data = own_run_dir / "registry"
+    password = (data / schema_registry.PASSWORD_FILE).read_text().strip()
+    assert stat.S_IMODE((data / schema_registry.PASSWORD_FILE).stat().st_mode) == 0o600
+    assert stat.S_IMODE((data / schema_registry.SOCKET).parent.stat().st_mode) == 0o700
+    parts = urllib.parse.urlsplit(endpoints.schema_registry_url)
+    assert (parts.username, parts.password) == ("jetspark", password)
+    java = Registry(own_run_dir).load()["registry"].processes[1].pid
+    assert not [line for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+                if line.split()[3] == "0A" and _listens(java, line)], "the server has a TCP port"
+    bare = f"http://127.0.0.1:{parts.port}{parts.path}/subjects"
+    for auth in (None, "jetspark:wrong", f"other:{password}"):
+        request = urllib.request.Request(bare)
+        if auth is not None:
+            request.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 401, auth
+    theirs = SchemaRegistryClient({"url": endpoints.schema_registry_url})
+    schema_id = theirs.register_schema("gate-value", Schema('"string"', "AVRO"))
+    settings = RegistrySettings.parse(Options({"schemaRegistry.url": endpoints.schema_registry_url}))
+    ours = RegistryClient(settings)
+    assert ours.schema(schema_id).text == '"string"'
+    bare_url = f"http://127.0.0.1:{parts.port}{parts.path}"  # the option instead of the URL's user info
+    for user_info, works in ((f"jetspark:{password}", True), ("jetspark:not-the-password", False)):
+        settings = RegistrySettings.parse(Options({"schemaRegistry.url": bare_url,
+                                                   "schemaRegistry.basic.auth.user.info": user_info}))
+        if works:
+            assert RegistryClient(settings).schema(schema_id).text == '"string"'
+            continue
+        with pytest.raises(SchemaRegistryError) as refused:
+            RegistryClient(settings).schema(schema_id)
+        text = str(refused.value)
+        assert "HTTP 401" in text and "schemaRegistry.basic.auth.user.info" in text, text
+        assert "not-the-password" not in text and password not in text
+    cli = str(Path(sys.executable).parent / "jetspark")
+    printed = subprocess.run([cli, "services", "env", "registry"], check=True, capture_output=True,
+                             text=True).stdout
+    assert password not in printed and "JETSPARK_SCHEMA_REGISTRY_URL" in printed
+    script = f'eval "$({cli} services env registry)"; printf %s "$JETSPARK_SCHEMA_REGISTRY_URL"'
+    evaluated = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True).stdout
+    assert evaluated == endpoints.schema_registry_url
+    schema_registry.probe(evaluated)
+
+
+def _listens(pid: int, line: str) -> bool:
+    """Whether the listening socket of a /proc/net/tcp line is one of ``pid``'s."""
+    inode = line.split()[9]
+    return any(os.readlink(fd) == f"socket:[{inode}]" for fd in Path(f"/proc/{pid}/fd").iterdir()
+               if fd.is_symlink())

@@ -63,6 +63,9 @@ class _Forward(BaseHTTPRequestHandler):
         conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
         try:
             headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "accept")}
+            if up.username is not None:  # the registry's own user (the local one has a password)
+                pair = f"{urllib.parse.unquote(up.username)}:{urllib.parse.unquote(up.password or '')}"
+                headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
             conn.request(self.command, up.path.rstrip("/") + self.path, body=data, headers=headers)
             answer = conn.getresponse()
             body = answer.read()

@@ -32,7 +32,9 @@ ones, which import their modules before doing any work; the report counts such r
   Arrow transfers of any Python stage 2 cost on top of the floor, with no window work.
 * ``jetspark``: ``window_aggregate(…)``; not run by default: ``jetspark-python`` (batch,
   ``engine="python"``: stage 1 in Python, no Spark-computed cells) and ``jetspark-tws``
-  (streaming on ``transformWithStateInPandas``; ``jetspark`` runs on ``applyInPandasWithState``).
+  (streaming on ``transformWithStateInPandas``; ``jetspark`` runs on ``applyInPandasWithState``),
+  ``jetspark-native`` (``engine="native"``: sliding windows as two Spark aggregations, batch
+  and streaming, no Python worker).
 
 Where jetspark's time goes, batch (``--breakdown``, on by default): the query cut after
 each stage (``window_aggregate_stages``: input handed over, shuffle, stage 1, the cells
@@ -268,7 +270,7 @@ def batch_query(spark, data: Path, contender: str, ratio: int):
     if contender == "floor-python":
         cells = spark_floor(df)
         return cells.mapInArrow(_passthrough, cells.schema)
-    engine = "python" if contender == "jetspark-python" else "auto"
+    engine = {"jetspark-python": "python", "jetspark-native": "native"}.get(contender, "auto")
     return jetspark(df.drop("watermark"), ratio, engine=engine)
 
 
@@ -309,7 +311,8 @@ def run_stream(spark, data: Path, contender: str, ratio: int, schema, fpt: int) 
         q = spark_floor(src.withWatermark("ts", f"{LAG_S} seconds"))
     else:
         api = "transformWithStateInPandas" if contender == "jetspark-tws" else None
-        q = jetspark(src.withWatermark("watermark", "0 seconds"), ratio, api)
+        engine = "native" if contender == "jetspark-native" else "auto"
+        q = jetspark(src.withWatermark("watermark", "0 seconds"), ratio, api, engine)
     ckpt = tempfile.mkdtemp(prefix="bench-ckpt-")
     try:
 
@@ -379,6 +382,7 @@ def main() -> None:
         default="spark-window,spark-frames,spark-floor,jetspark",
         help="spark-frames runs in batch only; also: jetspark-tws (streaming on "
         "transformWithStateInPandas), jetspark-python (batch, engine='python': stage 1 in Python), "
+        "jetspark-native (engine='native': Spark's aggregations only), "
         "floor-python (batch: the floor's cells through Python and back)",
     )
     ap.add_argument("--buckets", type=int, default=16, help="jetspark's state buckets (streaming)")

@@ -66,6 +66,7 @@ from jetspark.windowing.native import (
     WATERMARK_DELAY_KEY,
     is_numeric,
     native_partial_fields,
+    sliding_aggregate,
     tumbling_aggregate,
 )
 from jetspark.windowing.partitions import choose_stateful_partitions
@@ -84,6 +85,9 @@ STATE_APIS = ("applyInPandasWithState", "transformWithStateInPandas")
 WARM_MODULES = ("pandas", "jetspark.windowing.accumulate_by_frame", "jetspark.windowing.stateful",
                 "jetspark.windowing.ops")
 ENGINES = ("auto", "python", "native")  # default first
+#: The engines on which a static sliding window of built-in operations is two Spark
+#: aggregations (:func:`.native.sliding_aggregate`).
+NATIVE_SLIDING = ("native",)
 #: Name of the observed metric counting rows with a null event time (streaming).
 NULL_TIME_METRIC = "jetspark_null_event_time"
 DEFAULT_BUCKETS = 16
@@ -293,8 +297,9 @@ def _window_aggregate(
             df, plan, heartbeat, out_schema, delay_ms, observation or NULL_TIME_METRIC)
         if native is None:
             raise AggregateError(
-                "engine='native' on a stream runs tumbling windows of built-in operations without "
-                "early_results (Spark's streaming aggregation); use engine='auto' for this window")
+                "engine='native' on a stream runs tumbling and sliding windows of built-in operations "
+                "(all but collect_sorted) without early_results (Spark's streaming aggregation); use "
+                "engine='auto' for this window")
     warm = warm_workers.enabled(df.sparkSession)  # a malformed setting refused before any is set
     choose_stateful_partitions(df.sparkSession)  # once the call cannot be refused any more
     choose_changelog_checkpointing(df.sparkSession, None if native is not None else state_api)
@@ -422,14 +427,17 @@ def _window_rows(df: DataFrame, plan: Plan, heartbeat: str | None) -> DataFrame:
 def _native_streaming(
     df: DataFrame, plan: Plan, heartbeat: str | None, out_schema: StructType, delay_ms: int, metric: str
 ) -> DataFrame | None:
-    """Streaming tumbling windows of built-in operations as Spark's own streaming
-    aggregation (:func:`.native.tumbling_aggregate`), or None when the window has no such form.
+    """Streaming tumbling or sliding windows of built-in operations as Spark's own streaming
+    aggregation (:func:`.native.tumbling_aggregate`; sliding: two chained ones,
+    :func:`.native.sliding_aggregate`), or None when the window has no such form.
     Null event times are counted into ``metric`` as on the Python engine."""
     # observe also keeps the heartbeat filter above withWatermark: Spark pushes a filter that
     # does not read the event-time column below EventTimeWatermark, and heartbeat rows, which
     # move W on a quiet source, would then never reach it
     counted = df.observe(metric, _null_time_count(plan.time, heartbeat))
-    return tumbling_aggregate(_window_rows(counted, plan, heartbeat), plan, out_schema, delay_ms)
+    rows = _window_rows(counted, plan, heartbeat)
+    native = tumbling_aggregate(rows, plan, out_schema, delay_ms)
+    return native if native is not None else sliding_aggregate(rows, plan, out_schema, delay_ms)
 
 
 _DRAIN_SCHEMA = StructType([StructField("__n", LongType(), True)])
@@ -466,6 +474,8 @@ def _batch_stages(
     stages: dict[str, DataFrame] = {}
     if engine in ("auto", "native"):
         native = tumbling_aggregate(df, plan, out_schema)
+        if native is None and engine in NATIVE_SLIDING:
+            native = sliding_aggregate(df, plan, out_schema)
         if native is not None:
             stages["input"] = df.select(*src_cols)
             stages["output"] = native

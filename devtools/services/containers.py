@@ -66,6 +66,8 @@ def start(names: Iterable[str]) -> tuple[Endpoints, list]:
                 .with_env("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "1")
                 .with_env("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR", "1")
                 .with_env("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR", "1")
+                .with_env("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR", "1")
+                .with_env("KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR", "1")
                 .with_env("KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "0")
             )
             c.start()

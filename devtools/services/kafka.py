@@ -19,7 +19,7 @@ from jetspark.devtools.services.security import Login, ServerTls
 from jetspark.errors import JetsparkError, ServiceError
 
 NAME = "kafka"
-KAFKA_VERSION = "4.1.1"
+KAFKA_VERSION = "4.2.0"
 READY_TOPIC = "__jetspark_ready"
 JVM_HEAP = os.environ.get("JETSPARK_KAFKA_HEAP", "1g")
 
@@ -73,6 +73,12 @@ def tool_command(main: str, *args: str) -> list[str]:
 
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 """What ``kafka-consumer-groups.sh`` runs."""
+SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+"""What ``kafka-share-groups.sh`` runs."""
+FEATURES = "org.apache.kafka.tools.FeatureCommand"
+"""What ``kafka-features.sh`` runs."""
+VERSION_FILE = "kafka-version"
+"""The Kafka version whose features a node's data dir is at (written beside ``log``)."""
 
 
 def _server_properties(data_dir: Path, port: int, controller_port: int) -> str:
@@ -176,7 +182,8 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
         text += f"advertised.listeners=PLAINTEXT://127.0.0.1:{advertised_port}\n"
     write_nofollow(props, text)
     log = data_dir / "kafka.log"
-    if not (data_dir / "log" / "meta.properties").exists():
+    fresh = not (data_dir / "log" / "meta.properties").exists()
+    if fresh:
         fmt = subprocess.run(
             _java(libs, "kafka.tools.StorageTool", "format", "-t", new_cluster_id(), "-c", str(props)),
             capture_output=True, text=True, check=False,
@@ -186,6 +193,7 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
     proc = spawn(_java(libs, "kafka.Kafka", str(props), heap=JVM_HEAP), log=log)
     endpoint = f"127.0.0.1:{ports['broker']}"
     wait_ready(NAME, proc, lambda: probe(endpoint), timeout_s=90)
+    _upgrade_features(data_dir, endpoint, fresh)
     if tls is not None and scram is not None:
         _add_scram_user(endpoint, scram)
         secured = {"bootstrap.servers": f"127.0.0.1:{ports['sasl_ssl']}", "security.protocol": "SASL_SSL",
@@ -193,6 +201,23 @@ def start(data_dir: Path, ports: dict[str, int] | None = None, *, tls: ServerTls
                    "sasl.password": scram.password, "ssl.ca.location": str(tls.ca)}
         wait_ready(NAME, proc, lambda: _list_topics(secured), timeout_s=60)
     return ServiceRecord(NAME, endpoint, str(data_dir), dict(ports), (proc,))
+
+
+def _upgrade_features(data_dir: Path, bootstrap: str, fresh: bool) -> None:
+    """A data dir formatted by an older Kafka keeps that release's feature levels (its
+    ``metadata.version``, no ``share.version``: no share groups) until they are upgraded: once
+    per version change, ``kafka-features upgrade --release-version`` this release. Storage
+    formatted by this release has them already."""
+    marker = data_dir / VERSION_FILE
+    if not fresh and not (marker.exists() and marker.read_text().strip() == KAFKA_VERSION):
+        release = ".".join(KAFKA_VERSION.split(".")[:2])
+        done = subprocess.run(tool_command(FEATURES, "--bootstrap-server", bootstrap, "upgrade",
+                                           "--release-version", release),
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise ServiceError(f"kafka: upgrading the features of {data_dir} to {release} failed:\n"
+                               f"{done.stdout}{done.stderr}")
+    write_nofollow(marker, KAFKA_VERSION + "\n")
 
 
 def _add_scram_user(bootstrap: str, login: Login) -> None:

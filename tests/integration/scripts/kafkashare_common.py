@@ -10,13 +10,15 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 
-def share_group(bootstrap: str) -> str:
+def share_group(bootstrap: str, **config: str) -> str:
     """A new share group name whose ``share.auto.offset.reset`` is ``earliest`` (a share group
-    starts at the latest offset by default: records produced before it exist would be skipped)."""
+    starts at the latest offset by default: records produced before it exist would be skipped),
+    with more group settings (``share_record_lock_duration_ms="15000"``: dots as underscores)."""
     name = f"jetshare-{uuid.uuid4().hex[:10]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    resource = ConfigResource(ResourceType.GROUP, name, incremental_configs=[entry])
+    settings = {"share.auto.offset.reset": "earliest", **{k.replace("_", "."): v for k, v in config.items()}}
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()]
+    resource = ConfigResource(ResourceType.GROUP, name, incremental_configs=entries)
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(timeout=30)
     return name

@@ -93,6 +93,66 @@ def test_streaming_tumbling_native_engine_equals_python_engine(spark, tmp_path):
     assert sum(n for _, n in metric(native_prog)) == nulls > 0
 
 
+SLIDING = sliding("30 seconds", "10 seconds")
+POP_AGGS = {**AGGS, "vp": ops.var_pop("x"), "sdp": ops.stddev_pop("x"), "nx": ops.count("x")}
+
+
+def test_streaming_sliding_native_engine_equals_python_engine(spark, tmp_path):
+    """Sliding windows as two chained Spark streaming aggregations (frames, then windows):
+    over several micro-batches, with NaN, null event times, rows behind the current
+    micro-batch's watermark and a heartbeat, the same windows and values as the Python
+    engine and the naive reference; no Python worker in the plan, two state stores. Each
+    window comes no sooner than on the Python engine (Spark's watermark is one micro-batch
+    behind the W the rows carry)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    batches, nulls = _with_null_times(make_batches(seed=31, batches=4, rows=120), seed=5)
+    last = max(t for b in batches for t in b["ts"] if t is not None)
+    # moves W with no events, as far as the next batch's oldest row (which stays on time)
+    batches.insert(2, heartbeat(min(t for t in batches[2]["ts"] if t is not None)))
+    batches.append(heartbeat(last + 60 * SEC))
+    for i, b in enumerate(batches):
+        write_batch(folder, i, b)
+
+    native, native_prog, native_plan = _run(spark, folder, tmp_path / "ck_n", "native", SLIDING, POP_AGGS)
+    python, python_prog, _ = _run(spark, folder, tmp_path / "ck_p", "python", SLIDING, POP_AGGS)
+
+    assert "InPandasWithState" not in native_plan and "MapInArrow" not in native_plan, native_plan
+    assert native_plan.count("StateStoreSave") == 2, native_plan
+    native_at, python_at = _batch_of(native), _batch_of(python)
+    assert native_at.keys() == python_at.keys() and len(set(native_at.values())) >= 3
+    assert all(python_at[w] <= native_at[w] for w in native_at)
+    ours = rows_by_window(r for rows in native.values() for r in rows)
+    assert_same(ours, rows_by_window(r for rows in python.values() for r in rows))
+    assert_same(ours, reference_windows(_events_with_times(batches), SLIDING, POP_AGGS))
+    metric = [sum(p["observedMetrics"][NULL_TIME_METRIC]["rows"] for p in prog if p["numInputRows"])
+              for prog in (native_prog, python_prog)]  # fmt: skip
+    assert metric == [nulls, nulls] and nulls > 0
+
+
+def test_sliding_rows_behind_the_watermark_on_the_native_engine(spark, tmp_path):
+    """Late rows on a 20 s window sliding by 10 s, native engine: a row whose frame Spark has
+    already emitted (its end at or behind the previous micro-batch's watermark) is dropped
+    from every window, also from the later window that holds its frame and is still open
+    (Spark's late-row rule on the frames); a row of an open frame counts in every window
+    (docs/explanation/windows.md)."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    files = [
+        _rows(["a", "a"], [1, 12], wm_s=15),  # W -> 15 s
+        _rows(["b"], [41], wm_s=15),          # frame [0, 10) and window [-10, 10) emitted
+        _rows(["a", "a"], [5, 24], wm_s=15),  # 5 s: frame [0, 10) gone, window [0, 20) open
+        heartbeat(BASE_US + 100 * SEC),       # closes every window
+    ]  # fmt: skip
+    for i, b in enumerate(files):
+        write_batch(folder, i, b)
+    emitted, _, _ = _run(spark, folder, tmp_path / "ck", "native", window=sliding("20 seconds", "10 seconds"),
+                         aggs={"n": ops.count()})  # fmt: skip
+    windows = rows_by_window(r for rows in emitted.values() for r in rows)
+    got = {(k, (s - BASE_US) // SEC): r["n"] for (k, s, _), r in windows.items()}
+    assert got == {("a", -10): 1, ("a", 0): 2, ("a", 10): 2, ("a", 20): 1, ("b", 30): 1, ("b", 40): 1}
+
+
 def test_auto_streams_on_the_python_engine_and_native_is_asked_for(spark, tmp_path):
     """``engine="auto"`` keeps a stream on the Python engine (it emits a window one
     micro-batch sooner); ``"native"`` is Spark's aggregation, and refuses what it cannot run."""
@@ -102,14 +162,18 @@ def test_auto_streams_on_the_python_engine_and_native_is_asked_for(spark, tmp_pa
     schema = spark.read.parquet(str(folder)).schema
     src = spark.readStream.schema(schema).parquet(str(folder)).withWatermark("watermark", "0 seconds")
 
-    def plan(engine: str, window=WINDOW, **extra) -> str:
-        out = window_aggregate(src, key="k", time="ts", window=window, aggs=AGGS, engine=engine, **extra)
+    def plan(engine: str, window=WINDOW, aggs=AGGS, **extra) -> str:
+        out = window_aggregate(src, key="k", time="ts", window=window, aggs=aggs, engine=engine, **extra)
         return out._jdf.queryExecution().analyzed().toString()
 
     assert "InPandasWithState" in plan("auto") and "InPandasWithState" not in plan("native")
-    for window, extra in ((sliding("30 seconds", "15 seconds"), {}), (WINDOW, {"early_results": "1 second"})):
-        with pytest.raises(AggregateError, match="engine='native' on a stream runs tumbling windows"):
-            plan("native", window, **extra)
+    slide = sliding("30 seconds", "15 seconds")
+    assert "InPandasWithState" in plan("auto", slide) and "InPandasWithState" not in plan("native", slide)
+    refused = ((slide, {"early_results": "1 second"}), (WINDOW, {"early_results": "1 second"}),
+               (slide, {"aggs": {"c": ops.collect_sorted("x")}}))  # fmt: skip
+    for window, extra in refused:
+        with pytest.raises(AggregateError, match="engine='native' on a stream runs tumbling and sliding"):
+            plan("native", window, **{"aggs": AGGS, **extra})
 
 
 @pytest.mark.parametrize(("written", "then", "operators"), [

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
-from jetspark.windowing import NULL_TIME_METRIC, AggregateError, ops, sliding, tumbling, window_aggregate
+from jetspark.windowing import (
+    NULL_TIME_METRIC,
+    AggregateError,
+    ops,
+    session,
+    sliding,
+    tumbling,
+    window_aggregate,
+)
 from jetspark.windowing.reference import reference_windows
 from tests.integration.test_windowing_spark import (
     AGGS,
@@ -248,3 +256,25 @@ def test_rows_behind_the_watermark_in_both_engines(spark, tmp_path):
         got[engine] = {(k, (s - BASE_US) // SEC): r["n"] for (k, s, _), r in windows.items()}
     assert got["python"] == {("a", 0): 1, ("a", 10): 1, ("b", 30): 1}
     assert got["native"] == {("a", 0): 1, ("a", 10): 2, ("b", 30): 1}
+
+
+def test_static_engine_choice_for_sliding_windows(spark):
+    """A static sliding window: ``engine="native"`` runs built-in operations as Spark's two
+    aggregations (no Python in the plan); a user-defined operation, collect_sorted or a
+    session window keep the Python engine's combining stage; ``"auto"`` keeps the Python
+    combining stage (the native one is opt-in until it is measured faster,
+    docs/explanation/windows.md)."""
+    from tests.unit.windowing.test_core import SumOfSquares
+
+    df = spark.createDataFrame([("a", 1, 1.0, 2.0)], "k string, t long, x double, y double")
+    df = df.withColumn("ts", F.timestamp_micros("t"))
+
+    def plan(engine: str, aggs=AGGS, window=SLIDING) -> str:
+        out = window_aggregate(df, key="k", time="ts", window=window, aggs=aggs, engine=engine)
+        return out._jdf.queryExecution().executedPlan().toString()
+
+    assert "MapInArrow" not in plan("native") and "Generate explode" in plan("native")
+    python_kept = [plan("native", {**AGGS, "sq": SumOfSquares("x")}),
+                   plan("native", {"c": ops.collect_sorted("x")}),
+                   plan("native", window=session("10 seconds")), plan("auto"), plan("python")]  # fmt: skip
+    assert all("MapInArrow" in p for p in python_kept)

@@ -87,6 +87,7 @@ class ShareDriver:
             now = _now_ms()
             for key in ("acquired", "absorbed"):
                 _add_at(self._unconfirmed, end.get(key, {}), now)
+            self._unconfirmed.add_runs(end.get("unconfirmed", {}))
 
     def accept_through(self, seq: int) -> None:
         """ACCEPT the records of this member's batches up to ``seq`` and wait for the broker's

@@ -32,6 +32,7 @@ from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.schema import spark_schema
 from jetspark.datasources.kafkashare.acquired import from_runs
 from jetspark.datasources.kafkashare.options import ShareOptions
+from jetspark.errors import JetsparkError
 
 FORMAT = "jetkafkashare"
 DELIVERY_COUNT = "deliveryCount"
@@ -59,13 +60,23 @@ def read_partition(settings: ReadSettings, p: SharePartition) -> Iterator[pa.Rec
     wanted = pa.array(offsets)
     rng = RangeSpec(p.topic, p.partition, int(offsets[0]), int(offsets[-1]) + 1, None, None, None,
                     detect_late=False)
+    found = 0
     for batch in read_range(settings, rng):
         kept = batch.filter(pc.is_in(batch.column("offset"), value_set=wanted))
         if kept.num_rows == 0:
             continue
+        found += kept.num_rows
         at = np.searchsorted(offsets, kept.column("offset").to_numpy())
         dc = pa.array(counts[at].astype(np.int32), pa.int32())
         yield pa.RecordBatch.from_arrays([*kept.columns, dc], [*kept.schema.names, DELIVERY_COUNT])
+    if found != len(offsets):
+        # ACCEPTing a record no row was made of would lose it: fail the batch instead
+        raise JetsparkError(
+            f"jetkafkashare: {len(offsets) - found} of the {len(offsets)} records the share group handed "
+            f"out from topic {p.topic!r} partition {p.partition} (offsets {offsets[0]}..{offsets[-1]}) "
+            "were not found reading the partition by offset: deleted by retention, or records of an "
+            "open or aborted transaction (the group's share.isolation.level is read_uncommitted while "
+            "the reader's kafka.isolation.level is read_committed: set both alike)")
 
 
 def _settings(options: ShareOptions) -> ReadSettings:

@@ -56,8 +56,9 @@ def test_a_record_of_a_batch_not_yet_accepted_is_absorbed_when_it_comes_back():
 def test_a_replayed_batch_planned_by_a_new_driver_is_awaited_back():
     driver = ShareDriver(OPTIONS)
     start = {"seq": 1, "acquired": {}, "absorbed": {}, "unconfirmed": {}}
-    end = {"seq": 2, "acquired": {"t": {"0": [[0, 3, 1]]}}, "absorbed": {}, "unconfirmed": {}}
+    end = {"seq": 2, "acquired": {"t": {"0": [[0, 3, 1]]}}, "absorbed": {},
+           "unconfirmed": {"t": {"1": [[7, 8, 1_000]]}}}  # awaited when batch 2 was planned
     driver.planned(start, end)
-    emitted, absorbed = driver._split([Record(0, 2, 2), Record(0, 3)])
+    emitted, absorbed = driver._split([Record(0, 2, 2), Record(0, 3), Record(1, 7, 3)])
     assert emitted.runs() == {"t": {"0": [[3, 4, 1]]}}
-    assert absorbed.runs() == {"t": {"0": [[2, 3, 2]]}}
+    assert absorbed.runs() == {"t": {"0": [[2, 3, 2]], "1": [[7, 8, 3]]}}

@@ -170,7 +170,10 @@ def window_aggregate(
         it. ``"python"``: never Spark's aggregation. ``"native"``: as ``"auto"``, and a
         streaming tumbling window of built-in operations without early results is Spark's
         own streaming aggregation (a window one micro-batch later; its checkpoint and the
-        Python engine's cannot continue each other).
+        Python engine's cannot continue each other); a sliding window of built-in
+        operations (all but collect_sorted) without early results, static or streaming, is
+        two Spark aggregations, frames then windows (on a stream chained, no Python worker;
+        a late row whose frame was emitted counts in no window).
     observation : Observation or str, optional
         Where the count of rows with a null event time goes. Static ``df``: a
         ``pyspark.sql.Observation`` that receives ``{"rows": n}`` once the result is

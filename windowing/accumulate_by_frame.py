@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,6 +61,16 @@ def merge_partials(plan: Plan, table: pa.Table) -> pa.Table:
 
 CARRIED_WM = "__wm"  # the input rows' event-time watermark, carried to stage 2 (not the sources' column)
 CARRIED_WM_US = "__wm_us"  # the same in epoch µs (stage 2's pandas timestamps are in the session's zone)
+# What the packed rows' ``__wm`` holds: the latest time pandas can hold (stage 2 receives the
+# rows as pandas frames), behind no watermark that pandas could represent either.
+# ``__wm`` keeps Spark's event-time marker (the stateful operator must see the query's
+# watermark), so Spark's stateful operator drops every input row whose ``__wm`` is at or behind
+# the previous micro-batch's watermark; with the rows' W there, a W that stalls for two
+# micro-batches (a slow or skewed partition holding it) dropped whole micro-batches of rows
+# that are not late. Stage 2 reads the carried W from ``__wm_us`` and decides lateness itself
+# (docs/design.md, "Windowing state (streaming)"). Spark's watermark is measured upstream, at
+# the source's ``withWatermark``, never from these values.
+NEVER_LATE = datetime(2262, 4, 11, 23, 47, 16, 854775, tzinfo=UTC)  # pandas' latest, in µs
 BLOB = "__blob"
 
 
@@ -69,7 +80,7 @@ def _packed_rows(
     """One row per bucket: (blob of its partial rows, bucket, watermark)."""
     for b in pc.unique(buckets).to_pylist():
         blob = dump_table(table.filter(pc.equal(buckets, b)), compress=False)  # the shuffle compresses
-        row = {BLOB: blob, BUCKET: b, CARRIED_WM: wm, CARRIED_WM_US: _epoch_us(wm)}
+        row = {BLOB: blob, BUCKET: b, CARRIED_WM: NEVER_LATE, CARRIED_WM_US: _epoch_us(wm)}
         yield pa.RecordBatch.from_pylist([row], schema=schema)
 
 
@@ -144,8 +155,8 @@ def stage1_function(
             return
         if out is None:
             carrier = {CARRIED_WM: wm}
-            if CARRIED_WM_US in output_schema.names:
-                carrier[CARRIED_WM_US] = _epoch_us(wm)
+            if CARRIED_WM_US in output_schema.names:  # packed for the stateful stage
+                carrier = {CARRIED_WM: NEVER_LATE, CARRIED_WM_US: _epoch_us(wm)}
             yield pa.RecordBatch.from_pylist([carrier], schema=output_schema)
             return
         if bucket_column is not None:

@@ -278,3 +278,27 @@ def test_static_engine_choice_for_sliding_windows(spark):
                    plan("native", {"c": ops.collect_sorted("x")}),
                    plan("native", window=session("10 seconds")), plan("auto"), plan("python")]  # fmt: skip
     assert all("MapInArrow" in p for p in python_kept)
+
+
+@pytest.mark.parametrize("state_api", ["applyInPandasWithState", "transformWithStateInPandas"])
+def test_a_watermark_that_stalls_loses_no_row_on_the_python_engine(spark, tmp_path, state_api):
+    """The source's W held at 15 s for three micro-batches (a slow partition holding it): the
+    rows of the third, not late (24 s and 41 s are ahead of W), count in their windows. Before,
+    the rows handed to Spark's stateful operator carried W as their event time, and Spark drops
+    an input row at or behind the previous micro-batch's watermark: the third micro-batch was
+    lost whole."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    files = [
+        _rows(["a", "a"], [1, 12], wm_s=15),
+        _rows(["b"], [41], wm_s=15),
+        _rows(["a"], [24], wm_s=15),           # W still 15 s: Spark's watermark is 15 s since batch 1
+        heartbeat(BASE_US + 100 * SEC),        # closes every window
+    ]  # fmt: skip
+    for i, b in enumerate(files):
+        write_batch(folder, i, b)
+    emitted, _, _ = _run(spark, folder, tmp_path / "ck", "python", window=sliding("20 seconds", "10 seconds"),
+                         aggs={"n": ops.count()}, state_api=state_api)  # fmt: skip
+    windows = rows_by_window(r for rows in emitted.values() for r in rows)
+    got = {(k, (s - BASE_US) // SEC): r["n"] for (k, s, _), r in windows.items()}
+    assert got == {("a", -10): 1, ("a", 0): 2, ("a", 10): 2, ("a", 20): 1, ("b", 30): 1, ("b", 40): 1}

@@ -63,10 +63,11 @@ TWO_PHASE_KILLS = [
     "sink.during_commit@1",     # the driver committed one partition of the batch, not the other
     "sink.after_commit@2",      # batch 1 is in the table, Spark has not recorded it
 ]
-# make test kills at the points only two-phase commit has (the suite's time budget); make soak
-# kills at every point in turn
+# Soak cases (the suite's time budget: a slice a run): the points only two-phase commit has, and
+# every point in turn; every make test kills the two-phase sink in
+# test_transactional_survives_driver_kills and test_service_faults_postgres.py
 TWO_PHASE_CHAINS = [
-    pytest.param(TWO_PHASE_KILLS[1:4], id="prepared-recovery-commit"),
+    pytest.param(TWO_PHASE_KILLS[1:4], id="prepared-recovery-commit", marks=pytest.mark.soak),
     pytest.param(TWO_PHASE_KILLS, id="every-point", marks=pytest.mark.soak),
 ]
 

@@ -63,7 +63,8 @@ def assert_worker_died_at_the_armed_hit(crashed_output: str, tmp_path: Path, che
 
 
 _SOAK = pytest.mark.soak  # the suite's time budget: make test kills after the offsets are logged
-# and a worker mid-read; make soak at every point
+# (an executor is lost mid-read in test_service_faults_executors.py); the other points are soak
+# cases, a slice a run, and make soak kills at every point
 
 
 @pytest.mark.parametrize(
@@ -72,7 +73,7 @@ _SOAK = pytest.mark.soak  # the suite's time budget: make test kills after the o
      pytest.param("jetkafka.partitions@2", id="after-offset-logged"),
      pytest.param("jetkafka_test.in_batch@2", id="mid-batch", marks=_SOAK),
      pytest.param("jetkafka.read_chunk@7", id="driver-dies-mid-read", marks=_SOAK),
-     pytest.param(f"jetkafka.read_chunk@{WORKER_HIT}:worker", id="worker-dies-mid-read")],
+     pytest.param(f"jetkafka.read_chunk@{WORKER_HIT}:worker", id="worker-dies-mid-read", marks=_SOAK)],
 )
 def test_killed_query_restarts_without_loss_or_duplicates(kafka_bootstrap, kafka_topic, tmp_path, fault):
     """The driver killed (SIGKILL of its whole session) at a point, or with ``:worker`` only

@@ -37,7 +37,7 @@ def _result(output: str) -> dict:
         # batch committed by Spark, IDs in the dedup store, nothing acked
         pytest.param("rabbitmq.before_ack@1", (10, 10), marks=pytest.mark.soak),
         # half of the batch acked (if the acks left the socket before the kill)
-        ("rabbitmq.during_ack@1", (5, 10)),
+        pytest.param("rabbitmq.during_ack@1", (5, 10), marks=pytest.mark.soak),
     ],
 )
 def test_driver_killed_at_each_point_delivers_exactly_once(
@@ -118,7 +118,7 @@ def test_rabbitmq_restarted_between_wal_write_and_ack(
 NETWORK_POINTS = [
     pytest.param("stall", "rabbitmq.after_wal_write@2", marks=pytest.mark.soak, id="stall-after-wal-write"),
     pytest.param("stall", "rabbitmq.before_ack@1", marks=pytest.mark.soak, id="stall-before-ack"),
-    pytest.param("stall", "rabbitmq.during_ack@1", id="stall-during-ack"),
+    pytest.param("stall", "rabbitmq.during_ack@1", marks=pytest.mark.soak, id="stall-during-ack"),
     pytest.param("reset", "rabbitmq.after_wal_write@2", marks=pytest.mark.soak, id="reset-after-wal-write"),
     pytest.param("reset", "rabbitmq.during_ack@1", marks=pytest.mark.soak, id="reset-during-ack"),
 ]

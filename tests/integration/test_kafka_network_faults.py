@@ -107,6 +107,7 @@ _TERMINATED = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d) ERROR MicroBatchExec
                          r"with error", re.M)
 
 
+@pytest.mark.soak  # the suite's time budget (about 2 minutes): a slice a run
 def test_slow_network_reset_and_stalled_connections_under_kafka_to_kafka(broker, proxy, tmp_path):
     """Every chunk delayed 5 ms; after batch 0 every open connection is reset, after batch 1
     every open one stalls (held open, nothing forwarded): the query rides through both to its

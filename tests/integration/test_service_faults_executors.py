@@ -96,6 +96,7 @@ def _jdbc_query(spark_master: str, bootstrap: str, dsn: str, schema: str, fault:
     assert max(attempt for _, _, _, attempt, _ in markers(dsn, schema)) >= 1
 
 
+@pytest.mark.soak  # the suite's time budget: make test loses an executor under the Kafka sink (below)
 @pytest.mark.timeout(TIMEOUT_S)
 def test_executor_lost_after_a_sink_task_prepared(spark_master, kafka_bootstrap, pg_dsn, pg_schema, tmp_path):
     """The executor of a jetjdbc task that prepared its transaction is killed: the retried

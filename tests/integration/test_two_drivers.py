@@ -36,9 +36,10 @@ LEASE_ERROR = "another run holds walLocation"
 # Spark itself refuses the one that loses the race to write the checkpoint's metadata file.
 SPARK_METADATA_REFUSAL = "Multiple streaming queries are concurrently using metadata"
 PATHS = [("rabbitmq", "jdbc"), ("kafka", "jdbc"), ("kafka", "kafka")]
-# make test runs the queue path (the lease) both ways and jetkafka -> jetjdbc joining a running
-# driver; make soak runs every path both ways (and repeats them).
-JOINING = [pytest.param(p, id="-".join(p), marks=() if p != ("kafka", "kafka") else pytest.mark.soak)
+# make test runs the queue path (the lease) started together and jetkafka -> jetjdbc joining a
+# running driver; the other cases are soak cases (a slice a run), and make soak runs every path
+# both ways (and repeats them).
+JOINING = [pytest.param(p, id="-".join(p), marks=() if p == ("kafka", "jdbc") else pytest.mark.soak)
            for p in PATHS]
 TOGETHER = [pytest.param(p, id="-".join(p), marks=() if p[0] == "rabbitmq" else pytest.mark.soak)
             for p in PATHS]

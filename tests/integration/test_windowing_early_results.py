@@ -256,6 +256,7 @@ def test_sessions_upserted_by_start_end_as_their_final_rows(spark, files, tmp_pa
             assert any(fk == k and fs <= s and e <= fe and n <= fn for (fk, fs, fe), fn in finals.items())
 
 
+@pytest.mark.soak  # the suite's time budget (about 2 minutes): a slice a run
 def test_upserts_with_exactly_once_survive_a_kill_between_provisional_and_final_rows(
         spark, files, tmp_path, pg_dsn, pg_schema):
     folder, batches = files

@@ -57,7 +57,7 @@ def own_run_dir(monkeypatch):
     path.chmod(0o755)
     monkeypatch.setenv("JETSPARK_RUN_DIR", str(path))
     yield path
-    local.down()
+    local.down(Registry(path).load())  # every service the test started (the registry too), by name
 
 
 def test_up_is_idempotent_restart_keeps_data_down_leaves_nothing(own_run_dir):
@@ -180,6 +180,9 @@ def test_the_local_schema_registry_takes_its_password_only(own_run_dir):
     evaluated = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True).stdout
     assert evaluated == endpoints.schema_registry_url
     schema_registry.probe(evaluated)
+    gate = Registry(own_run_dir).load()["registry"].processes[0].pid
+    assert local.down(["registry"]) == ["registry"]
+    assert not pid_alive(java) and not pid_alive(gate), "services down left the server or its gate running"
 
 
 def _listens(pid: int, line: str) -> bool:

@@ -113,16 +113,22 @@ def test_fail_on_data_loss_true_after_deleted_records(sk, kafka_bootstrap, kafka
         "offsets from 10 are needed" in jet and "failOnDataLoss=false" in jet, jet[:2000]
 
 
-@pytest.mark.parametrize("how", ["subscribe", "subscribePattern"])
-def test_partitions_and_topics_added_to_a_stream(sk, kafka_bootstrap, named_topics, tmp_path, how):
-    """Partitions added to a subscribed topic (and, with a pattern, a new topic that matches it)
-    after a stream's first run are read from their earliest offsets by its next run, by both."""
+def _growing_topic(kafka_bootstrap, named_topics, how: str) -> tuple[str, str, dict]:
+    """A one-partition topic with 4 records, the name of a later topic its pattern also
+    matches, and the stream options that read it (``how``: subscribe or subscribePattern)."""
     prefix = f"jetgrow_{uuid.uuid4().hex[:8]}"
     first, later = f"{prefix}_a", f"{prefix}_b"
     named_topics([first], 1)
     produce(kafka_bootstrap, first, numbered(0, 0, 4))
     sub = {"subscribe": first} if how == "subscribe" else {"subscribePattern": f"^{prefix}_.*$"}
-    options = _options(kafka_bootstrap, startingOffsets="earliest", **sub)
+    return first, later, _options(kafka_bootstrap, startingOffsets="earliest", **sub)
+
+
+@pytest.mark.parametrize("how", ["subscribe", "subscribePattern"])
+def test_partitions_and_topics_added_to_a_stream(sk, kafka_bootstrap, named_topics, tmp_path, how):
+    """Partitions added to a subscribed topic (and, with a pattern, a new topic that matches it)
+    after a stream's first run are read from their earliest offsets by its next run, by both."""
+    first, later, options = _growing_topic(kafka_bootstrap, named_topics, how)
     checkpoints = {fmt: tmp_path / f"ck-{fmt}" for fmt in FORMATS}
     before = {fmt: _flat(read_stream(sk, fmt, options, checkpoints[fmt])) for fmt in FORMATS}
     assert_same_rows(before["kafka"], before["jetkafka"], f"{how}, before")
@@ -158,12 +164,7 @@ def test_partitions_and_topics_added_while_a_stream_runs(sk, kafka_bootstrap, na
     to its topic and (with a pattern) a matching topic is created, with records in each, then a
     record more in the partition it read: both read every new partition from its earliest offset
     in the same query, the same rows."""
-    prefix = f"jetgrow_{uuid.uuid4().hex[:8]}"
-    first, later = f"{prefix}_a", f"{prefix}_b"
-    named_topics([first], 1)
-    produce(kafka_bootstrap, first, numbered(0, 0, 4))
-    sub = {"subscribe": first} if how == "subscribe" else {"subscribePattern": f"^{prefix}_.*$"}
-    options = _options(kafka_bootstrap, startingOffsets="earliest", **sub)
+    first, later, options = _growing_topic(kafka_bootstrap, named_topics, how)
     seen: dict[str, list[tuple]] = {fmt: [] for fmt in FORMATS}
     queries = {}
     try:

@@ -63,7 +63,11 @@ def test_a_lost_connection_and_its_reconnect_log_no_password(canary_broker, capl
         with caplog.at_level(logging.DEBUG, logger="jetspark"):
             consumer.fetch(1, 5.0)  # connected
             assert proxy.reset_open() >= 1
-            consumer.ensure_open()
+            # the reset reaches the client's socket asynchronously: service it until it is seen
+            deadline = time.monotonic() + 30
+            while consumer.reconnects == 0:
+                assert time.monotonic() < deadline, "the reset was not seen within 30 s"
+                consumer.ensure_open()
             assert consumer.reconnects == 1
         assert "lost" in caplog.text, caplog.text  # the warnings were logged
         assert "jetrabbitmq: reconnected to " in caplog.text, caplog.text

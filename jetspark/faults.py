@@ -20,7 +20,9 @@ worker still takes down the driver JVM. The scope changes what dies:
   default scope's work.
 * ``:hold`` — the process does not die but waits at the point: it creates
   ``<gate>.held`` and returns once the file ``<gate>`` (``JETSPARK_FAULT_GATE``) exists —
-  a test holds one driver at a chosen point while it starts another.
+  a test holds one driver at a chosen point while it starts another. A hold may name
+  several hits, ``<name>@2,3:hold``: hit n then waits on a gate of its own, ``<gate>-<n>``
+  (see :func:`hold_gate`), so a test acts at each of them in turn.
 
 An executor's Python workers see the environment of the executor, not of the driver's
 script: a test arms them with ``spark.executorEnv.JETSPARK_FAULT`` (and ``…_STATE``),
@@ -56,7 +58,9 @@ def point(name: str) -> None:
     target, _, nth = spec.partition("@")
     if target != name:
         return
-    wanted = int(nth) if nth else 1
+    wanted = [int(n) for n in nth.split(",")] if nth else [1]
+    if len(wanted) > 1 and scope != "hold":
+        raise FaultError(f"fault point {name!r}: several hits ({nth}) are for :hold only")
     state = os.environ.get(ENV_STATE)
     hits = 1
     if state:
@@ -68,9 +72,10 @@ def point(name: str) -> None:
             hits = os.lseek(fd, 0, os.SEEK_CUR)
         finally:
             os.close(fd)
-    if hits == wanted:
+    if hits in wanted:
         if scope == "hold":
-            _hold(os.environ[ENV_GATE])
+            gate = os.environ[ENV_GATE]
+            _hold(hold_gate(gate, hits) if len(wanted) > 1 else gate)
             return
         if scope == "worker":
             os.kill(os.getpid(), signal.SIGKILL)
@@ -78,6 +83,11 @@ def point(name: str) -> None:
             os.kill(executor_jvm(name), signal.SIGKILL)
             os.kill(os.getpid(), signal.SIGKILL)
         _kill_session(os.getsid(0))
+
+
+def hold_gate(gate: str, hit: int) -> str:
+    """The gate of hit ``hit`` of a hold armed at several hits (``<name>@2,3:hold``)."""
+    return f"{gate}-{hit}"
 
 
 def _hold(gate: str) -> None:

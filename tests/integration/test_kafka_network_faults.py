@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import time
 import uuid
 from pathlib import Path
 
@@ -23,8 +22,8 @@ import pytest
 
 from jetspark.devtools.services.process import free_port
 from jetspark.devtools.services.registry import run_dir
-from jetspark.faults import ENV_GATE
-from tests.faults_harness import Started, run_script, start_script, wait_held
+from jetspark.faults import ENV_GATE, hold_gate
+from tests.faults_harness import run_script, start_script, wait_held
 from tests.integration.scripts.jetkafka_common import produce
 from tests.integration.test_service_faults_kafka import (
     HANG_BOUND_S,
@@ -84,17 +83,10 @@ def _env(**options: str) -> dict[str, str]:
     return {"SERVICE_FAULT_KAFKA_OPTIONS": json.dumps(options)}
 
 
-def _wait_for_commit(checkpoint: Path, started: Started, batch: int, timeout_s: float = 300) -> None:
-    """Until Spark has committed micro-batch ``batch`` (the query is mid-stream)."""
-    deadline = time.monotonic() + timeout_s
-    while not (checkpoint / "commits" / str(batch)).exists():
-        assert started.proc.poll() is None, f"the query ended early:\n{started.log.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"batch {batch} not committed within {timeout_s} s"
-        time.sleep(0.2)
-
-
 PLANNING_BATCH_1 = "jetkafka.latest_offset@2:hold"
 """The driver planning micro-batch 1, batch 0 committed: where the network goes."""
+PLANNING_BATCHES_1_2 = "jetkafka.latest_offset@2,3:hold"
+"""The driver planning micro-batch 1, then 2: where the connections are reset, then stalled."""
 API_TIMEOUT_MS, RETRIES, POLL_TIMEOUT_MS = 30_000, 1, 20_000
 """The network-gone query's ``kafka.default.api.timeout.ms``, ``fetchOffset.numRetries`` and
 ``kafkaConsumer.pollTimeoutMs``: every wait for Kafka it may make."""
@@ -109,21 +101,29 @@ _TERMINATED = re.compile(r"^(\d\d/\d\d/\d\d \d\d:\d\d:\d\d) ERROR MicroBatchExec
 
 @pytest.mark.soak  # the suite's time budget (about 2 minutes): a slice a run
 def test_slow_network_reset_and_stalled_connections_under_kafka_to_kafka(broker, proxy, tmp_path):
-    """Every chunk delayed 5 ms; after batch 0 every open connection is reset, after batch 1
-    every open one stalls (held open, nothing forwarded): the query rides through both to its
-    end, and every record is in the output once."""
+    """Every chunk delayed 5 ms; the driver is held while it plans micro-batch 1 (batch 0
+    committed), every open connection is reset, and the query goes on; held again planning
+    batch 2, every open connection stalls (held open, nothing forwarded): the query rides
+    through both to its end, and every record is in the output once."""
     topic, out_topic, records = _topics(broker)
     checkpoint = tmp_path / "checkpoint"
     args = ("kafka", broker.bootstrap, topic, str(checkpoint), str(PER_BATCH), "local[2]", out_topic)
     proxy.delay_s = 0.005
-    started = start_script(SCRIPT, *args, state_dir=tmp_path,
-                           env=_env(**{"kafka.socket.timeout.ms": str(SOCKET_TIMEOUT_MS)}))
+    gate = tmp_path / "gate"
+    started = start_script(SCRIPT, *args, fault=PLANNING_BATCHES_1_2, state_dir=tmp_path,
+                           env={**_env(**{"kafka.socket.timeout.ms": str(SOCKET_TIMEOUT_MS)}),
+                                ENV_GATE: str(gate)})
     with started.killed_on_failure():
-        _wait_for_commit(checkpoint, started, 0)
-        assert proxy.reset_open() >= 1
-        _wait_for_commit(checkpoint, started, 1)
-        assert proxy.stall_open() >= 1
-    run = started.wait(HANG_BOUND_S)
+        for hit, fault in ((2, proxy.reset_open), (3, proxy.stall_open)):
+            at = Path(hold_gate(str(gate), hit))
+            try:
+                wait_held(at, started, HANG_BOUND_S)
+                assert (checkpoint / "commits" / str(hit - 2)).exists()
+                assert not (checkpoint / "commits" / str(hit - 1)).exists()
+                assert fault() >= 1  # connections were open to reset or stall
+            finally:
+                at.touch()
+        run = started.wait(HANG_BOUND_S)
     assert run.returncode == 0 and "DONE" in run.output, \
         f"the query did not ride through:\n{run.output[-5000:]}"
     assert re.search(r"(?i)disconnected.*connection reset", run.output)  # the reset met a client

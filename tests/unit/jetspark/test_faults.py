@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +186,23 @@ def test_fault_files_are_never_written_through_a_planted_symlink(which, tmp_path
     with pytest.raises(OSError):
         faults.point("x")
     assert victim.read_text() == "keep\n" and link.is_symlink()
+
+
+def test_a_hold_at_several_hits_waits_on_a_gate_per_hit(tmp_path, monkeypatch):
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("JETSPARK_FAULT", "x@2,3:hold")
+    monkeypatch.setenv("JETSPARK_FAULT_GATE", str(gate))
+    monkeypatch.setenv("JETSPARK_FAULT_STATE", str(tmp_path / "hits"))
+    for hit in (2, 3):
+        Path(faults.hold_gate(str(gate), hit)).touch()  # open: the hold returns at once
+    for _ in range(4):
+        faults.point("x")
+    held = sorted(p.name for p in tmp_path.glob("*.held"))
+    assert held == ["gate-2.held", "gate-3.held"]  # hits 2 and 3 held, each at its own gate
+
+
+def test_several_hits_are_refused_for_a_kill(tmp_path, monkeypatch):
+    monkeypatch.setenv("JETSPARK_FAULT", "x@2,3")
+    monkeypatch.setenv("JETSPARK_FAULT_STATE", str(tmp_path / "hits"))
+    with pytest.raises(faults.FaultError, match="for :hold only"):
+        faults.point("x")

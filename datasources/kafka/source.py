@@ -117,7 +117,12 @@ from jetspark.datasources.kafka.schema import (
     typed_spark_schema,
 )
 from jetspark.datasources.kafka.typed_values import COLUMNS as TYPED_COLUMNS
-from jetspark.datasources.kafka.typed_values import TypedValues, check_replay, subscribed_topics
+from jetspark.datasources.kafka.typed_values import (
+    TypedValues,
+    check_planned,
+    check_replay,
+    subscribed_topics,
+)
 from jetspark.datasources.malformed import future_cutoff
 from jetspark.datasources.watermark_options import asks_for_event_time
 from jetspark.datasources.watermarks import Clock, Progress, WatermarkTracker, wall_clock_ms
@@ -596,19 +601,6 @@ class KafkaDataSource(DataSource):
 
 
 def _planned(options: KafkaSourceOptions, schema: T.StructType) -> KafkaSourceOptions:
-    """``options`` whose typed values have the type the query was planned with: the reader
-    schema is asked for again here, and a subject's latest version may have moved since."""
-    planned = schema.fieldNames() if isinstance(schema, T.StructType) else []
-    for typed in options.typed:
-        if typed.flatten:  # the struct's fields in the column's place
-            fields = typed.spark.fields
-            changed = [schema[f.name].dataType if f.name in planned else None for f in fields] != [
-                f.dataType for f in fields]
-        else:
-            changed = typed.column in planned and schema[typed.column].dataType != typed.spark
-        if changed:
-            raise JetsparkError(
-                f"jetkafka: the {typed.column}s' reader schema changed while the query was planned (a "
-                f"new latest version of the subject?); start the query again, or pin "
-                f"{typed.column}.schema.version")
+    """``options`` whose typed values have the type the query was planned with."""
+    check_planned(options.typed, schema)
     return options

@@ -516,6 +516,25 @@ def subscribed_topics(opts: Options) -> tuple[str, ...]:
     return tuple(t.strip() for t in raw.split(",") if t.strip()) if raw else ()
 
 
+def check_planned(typed: tuple[TypedValues, ...], schema: T.StructType | str) -> None:
+    """Refuse typed columns whose type is not the one the query was planned with (``schema``,
+    Spark's): the reader schema is asked for again when the reader is made, and a subject's
+    latest version may have moved since."""
+    planned = schema.fieldNames() if isinstance(schema, T.StructType) else []
+    for t in typed:
+        if t.flatten:  # the struct's fields in the column's place
+            fields = t.spark.fields
+            changed = [schema[f.name].dataType if f.name in planned else None for f in fields] != [
+                f.dataType for f in fields]
+        else:
+            changed = t.column in planned and schema[t.column].dataType != t.spark
+        if changed:
+            raise JetsparkError(
+                f"jetkafka: the {t.column}s' reader schema changed while the query was planned (a "
+                f"new latest version of the subject?); start the query again, or pin "
+                f"{t.column}.schema.version")
+
+
 class ReplayedSchemaError(JetsparkError):
     """A batch planned with one reader schema is replayed by a run that planned another."""
 

@@ -7,7 +7,8 @@ Offsets (Spark's offset log)::
     {"seq": N,
      "acquired":    {topic: {partition: [[start, end, deliveryCount], ...]}},  # batch N's rows
      "absorbed":    {topic: {partition: [[start, end, deliveryCount], ...]}},  # redeliveries, not rows
-     "unconfirmed": {topic: {partition: [[start, end, addedMs], ...]}}}        # dedup of redeliveries
+     "unconfirmed": {topic: {partition: [[start, end, addedMs], ...]}},        # dedup of redeliveries
+     "readers":     {"value": {...}}}  # typed keys/values: the reader schemas (jetkafka's)
 
 A record of a committed batch whose ACCEPT this member could not confirm (a crash, an expired
 lock) comes back; its (topic, partition, offset) is then in ``unconfirmed`` (or in the pending
@@ -17,6 +18,9 @@ batches of this member), so it is ACCEPTed with the next batch and not emitted a
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
 import time
 
 import numpy as np
@@ -54,7 +58,30 @@ class ShareDriver:
             consumer = ShareConsumer(conf)
             consumer.subscribe(list(self.options.topics))
             self._consumer = consumer
+            self._leave_on_sigterm()
         return self._consumer
+
+    def _leave_on_sigterm(self) -> None:
+        """Leave the group when Spark ends this process. Spark stops a query's source by ending
+        its Python process with SIGTERM, never calling ``stop()``; a member that does not leave
+        keeps its partitions assigned until the group's session timeout
+        (``group.share.session.timeout.ms``, 45 s by default), so a restarted query, or another
+        member, got no record of them until then. The previous handler runs after."""
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers are the main thread's (Spark calls the source from it)
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def leave(signum, frame) -> None:
+            try:
+                self.stop()
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+                if callable(previous):
+                    previous(signum, frame)
+                else:
+                    os.kill(os.getpid(), signum)
+
+        signal.signal(signal.SIGTERM, leave)
 
     @staticmethod
     def initial_offset() -> dict:
@@ -75,12 +102,16 @@ class ShareDriver:
         emitted, absorbed = self._split(msgs)
         self._pending[seq + 1] = _union(emitted, absorbed)
         self._expire()
-        return {"seq": seq + 1, "acquired": emitted.runs(), "absorbed": absorbed.runs(),
-                "unconfirmed": self._unconfirmed.runs()}
+        offset = {"seq": seq + 1, "acquired": emitted.runs(), "absorbed": absorbed.runs(),
+                  "unconfirmed": self._unconfirmed.runs()}
+        if self.options.typed:  # a replay decodes with the reader schemas it was planned with
+            offset["readers"] = {t.column: t.reader for t in self.options.typed}
+        return offset
 
     def planned(self, start: dict, end: dict) -> None:
         """Spark plans the batch ``end``: one this member did not acquire (a replay after a
         restart) has records held by a dead member, which come back: remember them."""
+        faults.point("kafkashare.before_batch")  # the batch is in Spark's offset log, not yet run
         self._restore(start)
         seq = int(end["seq"])
         if seq not in self._pending:
@@ -125,6 +156,7 @@ class ShareDriver:
         if everything or failed:
             log.warning("jetkafkashare: ACCEPT not confirmed (%s); redeliveries will be recognised",
                         "; ".join(f"{key or 'all partitions'}: {err}" for key, err in errors.items()))
+        faults.point("kafkashare.after_accept")  # the broker answered; the next batch not acquired
 
     def stop(self) -> None:
         """Leave the group: what this member holds and did not ACCEPT is released."""

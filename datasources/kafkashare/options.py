@@ -2,7 +2,9 @@
 
 Where an option means what it means on ``jetkafka`` it has jetkafka's name (``kafka.*``,
 ``subscribe``, ``maxOffsetsPerTrigger``, ``includeHeaders``, ``kafkaConsumer.pollTimeoutMs``,
-``maxRecordsPerChunk``); ``kafka.group.id`` names the share group and is required."""
+``maxRecordsPerChunk``), and jetkafka's typed keys and values (``key.*``, ``value.*``,
+``schemaRegistry.*``: :mod:`jetspark.datasources.kafka.typed_values`); ``kafka.group.id`` names
+the share group and is required."""
 
 from __future__ import annotations
 
@@ -12,13 +14,18 @@ from dataclasses import dataclass
 from jetspark.datasources.kafka.code_settings import refuse_code_settings
 from jetspark.datasources.kafka.jaas import translate_jaas
 from jetspark.datasources.kafka.retries import without_api_timeout
+from jetspark.datasources.kafka.typed_values import COLUMNS as TYPED_COLUMNS
+from jetspark.datasources.kafka.typed_values import OPTIONS as TYPED_OPTIONS
+from jetspark.datasources.kafka.typed_values import TypedValues
 from jetspark.errors import OptionError
 from jetspark.options import Options
 from jetspark.redaction import redacted_repr
+from jetspark.schemas.registry import OPTIONS as REGISTRY_OPTIONS
 
 KNOWN = (
     "subscribe", "maxOffsetsPerTrigger", "includeHeaders", "kafkaConsumer.pollTimeoutMs",
     "maxRecordsPerChunk", "acquireTimeoutMs", "firstAcquireTimeoutMs", "redeliveryWindow",
+    *TYPED_OPTIONS, *REGISTRY_OPTIONS,
 )
 # librdkafka settings the source owns.
 _OWNED_KAFKA = {
@@ -50,6 +57,8 @@ class ShareOptions:
     redelivery_window_ms: int
     """``redeliveryWindow``: how long the offsets of a committed batch whose ACCEPT is not
     confirmed are kept to recognise their redelivery (more than the group's lock duration)."""
+    typed: tuple[TypedValues, ...] = ()
+    """``key.format``, ``value.format``: how the read tasks decode those columns (key first)."""
 
     def __repr__(self) -> str:
         return redacted_repr(self)
@@ -94,6 +103,7 @@ class ShareOptions:
             raise OptionError("redeliveryWindow", opts.get("redeliveryWindow"),
                               "a positive duration such as '10 minutes' (more than the group's "
                               "lock duration)")
+        typed = (TypedValues.parse(opts, topics, column) for column in TYPED_COLUMNS)
         return cls(
             kafka=kafka,
             topics=topics,
@@ -105,4 +115,5 @@ class ShareOptions:
             acquire_timeout_ms=opts.integer("acquireTimeoutMs", 1_000, minimum=1) or 1_000,
             first_acquire_timeout_ms=opts.integer("firstAcquireTimeoutMs", 30_000, minimum=0) or 0,
             redelivery_window_ms=window,
+            typed=tuple(t for t in typed if t is not None),
         )

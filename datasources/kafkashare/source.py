@@ -9,7 +9,9 @@ Usage::
               .load())
 
 Rows: Spark's Kafka columns (``key``, ``value``, ``topic``, ``partition``, ``offset``,
-``timestamp``, ``timestampType``, ``headers`` with ``includeHeaders``), then ``deliveryCount``.
+``timestamp``, ``timestampType``, ``headers`` with ``includeHeaders``), then ``deliveryCount``;
+with typed keys or values (``value.format`` and the other options of jetkafka's), ``key`` and
+``value`` are decoded and ``keyError`` / ``valueError`` come last, as on jetkafka.
 
 The driver acquires a micro-batch's records through the share group and logs their
 (topic, partition, offset) runs as the batch's offset; read tasks read those records back from
@@ -25,11 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
-from jetspark.datasources.kafka.schema import spark_schema
+from jetspark.datasources.kafka.schema import spark_schema, typed_spark_schema
+from jetspark.datasources.kafka.typed_values import check_planned, check_replay
 from jetspark.datasources.kafkashare.acquired import from_runs
 from jetspark.datasources.kafkashare.options import ShareOptions
 from jetspark.errors import JetsparkError
@@ -38,8 +42,15 @@ FORMAT = "jetkafkashare"
 DELIVERY_COUNT = "deliveryCount"
 
 
-def schema_ddl(include_headers: bool) -> str:
-    return f"{spark_schema(include_headers, marks=False)}, {DELIVERY_COUNT} int"
+def share_schema(options: ShareOptions) -> str | T.StructType:
+    """The rows' schema: Spark's Kafka columns, ``deliveryCount``, then the typed columns'
+    error columns (``keyError``, ``valueError``) when keys or values are typed."""
+    if not options.typed:
+        return f"{spark_schema(options.include_headers, marks=False)}, {DELIVERY_COUNT} int"
+    fields = typed_spark_schema(options.include_headers, list(options.typed), marks=False).fields
+    errors = len(options.typed)  # the error columns are last
+    count = T.StructField(DELIVERY_COUNT, T.IntegerType())
+    return T.StructType([*fields[:-errors], count, *fields[-errors:]])
 
 
 @dataclass(frozen=True)
@@ -68,7 +79,10 @@ def read_partition(settings: ReadSettings, p: SharePartition) -> Iterator[pa.Rec
         found += kept.num_rows
         at = np.searchsorted(offsets, kept.column("offset").to_numpy())
         dc = pa.array(counts[at].astype(np.int32), pa.int32())
-        yield pa.RecordBatch.from_arrays([*kept.columns, dc], [*kept.schema.names, DELIVERY_COUNT])
+        out = pa.RecordBatch.from_arrays([*kept.columns, dc], [*kept.schema.names, DELIVERY_COUNT])
+        for typed in settings.typed:
+            out = typed.decode_batch(out)
+        yield out
     if found != len(offsets):
         # ACCEPTing a record no row was made of would lose it: fail the batch instead
         raise JetsparkError(
@@ -82,7 +96,7 @@ def read_partition(settings: ReadSettings, p: SharePartition) -> Iterator[pa.Rec
 def _settings(options: ShareOptions) -> ReadSettings:
     return ReadSettings(kafka=options.reader_kafka, include_headers=options.include_headers, keep_late=True,
                         fail_on_data_loss=True, poll_timeout_ms=options.poll_timeout_ms,
-                        chunk_rows=options.chunk_rows, marks=False)
+                        chunk_rows=options.chunk_rows, marks=False, typed=options.typed)
 
 
 class ShareStreamReader(DataSourceStreamReader):
@@ -115,6 +129,7 @@ class ShareStreamReader(DataSourceStreamReader):
         return self.driver.latest_offset(start)
 
     def partitions(self, start: dict, end: dict) -> list[SharePartition]:
+        check_replay(self.options.typed, end.get("readers"), f"seq {end.get('seq')}")
         self.driver.planned(start, end)
         return [SharePartition(topic, int(part), tuple(tuple(r) for r in runs))
                 for topic, parts in sorted(end.get("acquired", {}).items())
@@ -138,11 +153,13 @@ class KafkaShareDataSource(DataSource):
     def name(cls) -> str:
         return FORMAT
 
-    def schema(self) -> str:
-        return schema_ddl(ShareOptions.parse(self.options).include_headers)
+    def schema(self) -> str | T.StructType:
+        return share_schema(ShareOptions.parse(self.options))
 
     def streamReader(self, schema) -> ShareStreamReader:
-        return ShareStreamReader(ShareOptions.parse(self.options))
+        options = ShareOptions.parse(self.options)
+        check_planned(options.typed, schema)
+        return ShareStreamReader(options)
 
 
 __all__ = ["FORMAT", "KafkaShareDataSource"]

@@ -13,7 +13,12 @@ import pytest
 from jetspark.datasources.kafkashare.acquired import count
 from jetspark.datasources.kafkashare.source import KafkaShareDataSource
 from tests.faults_harness import run_script
-from tests.integration.scripts.kafkashare_common import PlainShareConsumer, produce, share_group
+from tests.integration.scripts.kafkashare_common import (
+    PlainShareConsumer,
+    produce,
+    share_group,
+    share_group_members,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -152,3 +157,54 @@ def test_records_handed_out_that_the_reader_cannot_find_fail_the_batch(sspark, k
     producer.abort_transaction(30)
     with pytest.raises(StreamingQueryException, match="were not found reading the partition by offset"):
         _run(sspark, kafka_bootstrap, topic, group, tmp_path, Collector())
+
+
+ORDER = json.dumps({"type": "object", "properties": {"id": {"type": "integer"}, "item": {"type": "string"}}})
+
+
+def _orders(n: int) -> list[bytes]:
+    """``n`` JSON orders, the third one not JSON at all (a poison record)."""
+    values = [json.dumps({"id": i, "item": f"item{i}"}).encode() for i in range(n)]
+    values[2] = b"\x00 not json"
+    return values
+
+
+def test_typed_values_decode_and_a_malformed_one_keeps_its_row_with_value_error(sspark, kafka_bootstrap,
+                                                                                 kafka_topic, tmp_path):
+    """``value.format`` as on jetkafka: every record once, decoded, the malformed one a row
+    with ``valueError`` (``value.onMalformed=null``, the default), ``deliveryCount`` before
+    the error column; every record ACCEPTed, the poison one too; the stopped query has left
+    the share group."""
+    topic = kafka_topic(partitions=2)
+    group = share_group(kafka_bootstrap)
+    produce(kafka_bootstrap, topic, 6, partitions=2, values=_orders(6))
+    sink = Collector()
+    _run(sspark, kafka_bootstrap, topic, group, tmp_path, sink,
+         **{"value.format": "json-schema", "value.schema": ORDER})
+    rows = sink.rows()
+    assert list(rows[0].asDict())[-2:] == ["deliveryCount", "valueError"]
+    assert sorted(r.value.id for r in rows if r.value is not None) == [0, 1, 3, 4, 5]
+    (bad,) = [r for r in rows if r.valueError is not None]
+    assert bad.value is None and bad.offset == 1 and bad.partition == 0  # the third record
+    # the stopped query left the group (Spark ends its source's process with SIGTERM): no member
+    # keeps partitions assigned until the group's session timeout
+    assert "has no active members" in share_group_members(kafka_bootstrap, group)
+    other = PlainShareConsumer(kafka_bootstrap, group, topic)
+    try:  # every record ACCEPTed: a later member gets only what is produced after
+        produce(kafka_bootstrap, topic, 1, partitions=1)
+        other.take_until(lambda: other.values)
+        assert other.values == [b"v0"]
+    finally:
+        other.close()
+
+
+def test_a_malformed_value_fails_the_batch_naming_it_with_on_malformed_fail(sspark, kafka_bootstrap,
+                                                                             kafka_topic, tmp_path):
+    from pyspark.errors import StreamingQueryException
+
+    topic = kafka_topic(partitions=1)
+    group = share_group(kafka_bootstrap)
+    produce(kafka_bootstrap, topic, 4, partitions=1, values=_orders(4))
+    with pytest.raises(StreamingQueryException, match=rf"value of {topic} partition 0 offset 2 did not"):
+        _run(sspark, kafka_bootstrap, topic, group, tmp_path, Collector(),
+             **{"value.format": "json-schema", "value.schema": ORDER, "value.onMalformed": "fail"})

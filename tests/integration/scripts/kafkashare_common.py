@@ -1,13 +1,17 @@
 """Helpers of the jetkafkashare tests: a share group that starts at the earliest offset, records
-produced with known values, and a plain share consumer of the same group."""
+produced with known values, a plain share consumer of the same group, and the group's members
+as Kafka's tool describes them."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 import uuid
 
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+from jetspark.devtools.services.kafka import SHARE_GROUPS, tool_command
 
 
 def share_group(bootstrap: str, **config: str) -> str:
@@ -15,19 +19,25 @@ def share_group(bootstrap: str, **config: str) -> str:
     starts at the latest offset by default: records produced before it exist would be skipped),
     with more group settings (``share_record_lock_duration_ms="15000"``: dots as underscores)."""
     name = f"jetshare-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    settings = {"share.auto.offset.reset": "earliest", **{k.replace("_", "."): v for k, v in config.items()}}
-    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()]
-    resource = ConfigResource(ResourceType.GROUP, name, incremental_configs=entries)
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(timeout=30)
+    configure_group(bootstrap, name, share_auto_offset_reset="earliest", **config)
     return name
 
 
-def produce(bootstrap: str, topic: str, n: int, partitions: int) -> list[bytes]:
-    """``n`` records ``v0`` … spread over the partitions; their values."""
+def configure_group(bootstrap: str, group: str, **config: str) -> None:
+    """Set the group's settings (dots as underscores), e.g. its lock duration."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entries = [ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+               for k, v in config.items()]
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
+def produce(bootstrap: str, topic: str, n: int, partitions: int,
+            values: list[bytes] | None = None) -> list[bytes]:
+    """``n`` records ``v0`` … (or ``values``) spread over the partitions; their values."""
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    values = [f"v{i}".encode() for i in range(n)]
+    values = [f"v{i}".encode() for i in range(n)] if values is None else values
     for i, v in enumerate(values):
         producer.produce(topic, v, key=str(i).encode(), partition=i % partitions)
     assert producer.flush(30) == 0
@@ -65,3 +75,29 @@ class PlainShareConsumer:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def leftovers(bootstrap: str, group: str, topic: str, partitions: int) -> list[bytes]:
+    """What a new member of the group is handed before a marker produced now to each partition:
+    records no member ACCEPTed (none when every record was acknowledged and none is held)."""
+    markers = [f"marker{p}".encode() for p in range(partitions)]
+    rest = PlainShareConsumer(bootstrap, group, topic)
+    try:
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+        for p, marker in enumerate(markers):
+            producer.produce(topic, marker, partition=p)
+        assert producer.flush(30) == 0
+        rest.take_until(lambda: set(markers) <= set(rest.values))
+    finally:
+        rest.close()
+    return [v for v in rest.values if v not in markers]
+
+
+def share_group_members(bootstrap: str, group: str) -> str:
+    """What ``kafka-share-groups.sh --describe --members`` says of ``group`` (its output and
+    its messages: "has no active members" is one of them)."""
+    run = subprocess.run(tool_command(SHARE_GROUPS, "--bootstrap-server", bootstrap, "--describe",
+                                      "--members", "--group", group),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout + run.stderr

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
-from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
-from jetspark.datasources.kafkashare.acquired import count
 from jetspark.datasources.kafkashare.source import KafkaShareDataSource
-from tests.faults_harness import run_script
 from tests.integration.scripts.kafkashare_common import (
     PlainShareConsumer,
     produce,
@@ -21,8 +16,6 @@ from tests.integration.scripts.kafkashare_common import (
 )
 
 pytestmark = pytest.mark.integration
-
-SCRIPT = Path(__file__).parent / "scripts" / "kafkashare_query.py"
 
 
 @pytest.fixture(scope="module")
@@ -101,41 +94,6 @@ def test_a_second_share_consumer_takes_records_the_query_never_sees(sspark, kafk
     assert seen and other.values
     assert not set(seen) & set(other.values)
     assert Counter(seen) + Counter(other.values) == Counter(values)
-
-
-@pytest.mark.soak
-def test_driver_killed_after_the_batch_is_committed_and_before_its_accept(kafka_bootstrap, kafka_topic,
-                                                                          tmp_path):
-    """SIGKILL at the first ACCEPT (batch 0 is in Spark's commit log, its records are still
-    acquired by the dead member); the restarted query gets them back once their locks expire,
-    recognises them from its checkpoint and ACCEPTs them without writing them again."""
-    topic = kafka_topic(partitions=2)
-    group = share_group(kafka_bootstrap)
-    values = produce(kafka_bootstrap, topic, 40, partitions=2)
-    checkpoint, out = tmp_path / "cp", tmp_path / "out"
-    args = (str(SCRIPT), kafka_bootstrap, topic, group, str(checkpoint), str(out))
-    killed = run_script(*args, "0", fault="kafkashare.before_accept", state_dir=tmp_path)
-    assert killed.killed, killed.output[-3000:]
-    batch0 = _logged_offset(checkpoint, 0)
-    held = count(batch0["acquired"])
-    assert held > 0 and (checkpoint / "commits" / "0").exists()
-    restarted = run_script(*args, str(held), state_dir=tmp_path).check_ok()
-    absorbed = int(re.search(r"^ABSORBED (\d+)$", restarted.output, re.MULTILINE).group(1))
-    assert absorbed >= held  # more when a slow batch lost its locks: those are absorbed too
-    written = [r["value"] for r in pq.read_table(out).to_pylist()]
-    assert Counter(written) == Counter(values)  # 0 lost, 0 duplicated
-    rest = PlainShareConsumer(kafka_bootstrap, group, topic)
-    try:  # every record ACCEPTed: a later member gets only what is produced after
-        produce(kafka_bootstrap, topic, 1, partitions=1)
-        rest.take_until(lambda: rest.values)
-        assert rest.values == [b"v0"]
-    finally:
-        rest.close()
-
-
-def _logged_offset(checkpoint, batch: int) -> dict:
-    """The source's offset of ``batch`` in Spark's offset log (its last line)."""
-    return json.loads((checkpoint / "offsets" / str(batch)).read_text().splitlines()[-1])
 
 
 def test_records_handed_out_that_the_reader_cannot_find_fail_the_batch(sspark, kafka_bootstrap, kafka_topic,

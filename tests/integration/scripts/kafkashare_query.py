@@ -1,36 +1,63 @@
-"""Query script for jetkafkashare kill tests: share group -> Parquet file sink (exactly once).
+"""Query script for jetkafkashare kill tests: share group -> jetjdbc (two-phase, exactly once).
 
-Usage: kafkashare_query.py BOOTSTRAP TOPIC GROUP CHECKPOINT OUT ABSORB
-Runs until Spark has nothing more to process, at least ABSORB redelivered records were
-recognised and ACCEPTed without being emitted (counted over this run's batches) and the last
-batch awaits no more redelivery; then stops the query and exits 0. A fault point may SIGKILL it first.
+    python kafkashare_query.py CONFIG_JSON
+
+CONFIG_JSON: {"bootstrap", "topic", "group", "checkpoint", "pgDsn", "schema", "table", "sinkId",
+"total", "absorb", "alsoCount": [tables of the schema another consumer of the group writes]}.
+The rows written are ``id`` (the record's value), ``partition``, ``offset``, ``deliveryCount``.
+
+Runs until the tables (the sink's and ``alsoCount``'s) hold ``total`` rows and at least
+``absorb`` redelivered records were recognised and ACCEPTed without being emitted (counted over
+this run's batches), or until they hold more than ``total`` (a duplicate: the test shows it);
+then stops the query, prints ``ABSORBED n`` and exits 0. A fault point may SIGKILL it first.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+
+import psycopg
+from psycopg import sql
+from pyspark.sql import functions as F
 
 from jetspark.datasources.kafkashare.acquired import count
 from jetspark.devtools.spark import local_session
 
-DEADLINE_S = 240  # a failure bound, never a pass condition
+DEADLINE_S = float(os.environ.get("KAFKASHARE_QUERY_DEADLINE_S", "240"))  # a failure bound, never a pass
+
+
+def rows(dsn: str, schema: str, tables: list[str]) -> int:
+    """How many rows the tables hold together (a table not created yet holds none)."""
+    with psycopg.connect(dsn) as conn:
+        total = 0
+        for table in tables:
+            if conn.execute("SELECT to_regclass(%s)", (f'"{schema}"."{table}"',)).fetchone()[0] is not None:
+                total += conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
+                    sql.Identifier(schema, table))).fetchone()[0]
+        return total
 
 
 def main() -> None:
-    bootstrap, topic, group, checkpoint, out, absorb = sys.argv[1:7]
+    c = json.loads(sys.argv[1])
     spark = local_session("jetkafkashare-kill-test")
     from jetspark.datasources.kafkashare.source import KafkaShareDataSource
+    from jetspark.sinks.jdbc.writer import JdbcDataSource
 
     spark.dataSource.register(KafkaShareDataSource)
-    stream = (spark.readStream.format("jetkafkashare").option("kafka.bootstrap.servers", bootstrap)
-              .option("kafka.group.id", group).option("subscribe", topic)
-              .option("maxOffsetsPerTrigger", "10").load())
-    query = (stream.writeStream.format("parquet").option("path", out)
-             .option("checkpointLocation", checkpoint).start())
+    spark.dataSource.register(JdbcDataSource)
+    stream = (spark.readStream.format("jetkafkashare").option("kafka.bootstrap.servers", c["bootstrap"])
+              .option("kafka.group.id", c["group"]).option("subscribe", c["topic"])
+              .option("maxOffsetsPerTrigger", "10").load()
+              .select(F.col("value").cast("string").alias("id"), "partition", "offset", "deliveryCount"))
+    query = (stream.writeStream.format("jetjdbc").option("url", c["pgDsn"])
+             .option("table", f'"{c["schema"]}".{c["table"]}').option("guarantee", "exactly-once")
+             .option("createTable", "true").option("sinkId", c["sinkId"])
+             .option("checkpointLocation", c["checkpoint"]).start())
+    tables = [c["table"], *c.get("alsoCount", [])]
     absorbed: dict[int, int] = {}
-    awaited: dict[int, int] = {0: 0}
     end = time.monotonic() + DEADLINE_S
     while True:
         query.processAllAvailable()
@@ -39,12 +66,12 @@ def main() -> None:
             offset = json.loads(offset) if isinstance(offset, str) else offset
             if offset:
                 absorbed[int(offset["seq"])] = count(offset.get("absorbed", {}))
-                awaited[int(offset["seq"])] = count(offset.get("unconfirmed", {}))
-        # done: the redeliveries expected came back, and the last batch awaits none
-        if sum(absorbed.values()) >= int(absorb) and awaited[max(awaited)] == 0:
+        written = rows(c["pgDsn"], c["schema"], tables)
+        if written > c["total"] or (written == c["total"] and sum(absorbed.values()) >= c["absorb"]):
             break
         if time.monotonic() > end:
-            print("ABSORBED", sum(absorbed.values()), "of", absorb, flush=True)
+            print("ABSORBED", sum(absorbed.values()), "of", c["absorb"], "ROWS", written, "of", c["total"],
+                  flush=True)
             sys.exit(3)
     query.stop()
     print("ABSORBED", sum(absorbed.values()), flush=True)

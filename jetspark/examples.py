@@ -7,7 +7,9 @@ records or messages it wrote:
   record key) sending one position a second for 30 seconds of event time from
   2026-01-01 00:00:00 UTC (the record timestamp), value ``{"vehicle": "v1", "speed": 87.0}``;
 - :func:`orders`: RabbitMQ queue ``orders``, 100 orders with distinct ``message_id``s and
-  10 of them published a second time (a publisher's retry).
+  10 of them published a second time (a publisher's retry);
+- :func:`work_items`: Kafka topic ``work-items`` (2 partitions), 100 new work items a call,
+  read through the share group ``work-queue``, which it makes start at the earliest offset.
 
 ``python -m jetspark.examples`` fills both, from the ``JETSPARK_KAFKA_BOOTSTRAP`` and
 ``JETSPARK_AMQP_URL`` variables (``jetspark services env`` prints them).
@@ -19,7 +21,8 @@ import datetime as dt
 import json
 import os
 
-__all__ = ["SECONDS", "T0", "VEHICLES", "create_topic", "holds_records", "orders", "positions", "speed_of"]
+__all__ = ["SECONDS", "T0", "VEHICLES", "create_topic", "holds_records", "orders", "positions", "speed_of",
+           "work_items"]
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 """Event time of the first position and of the first order."""
@@ -27,6 +30,7 @@ VEHICLES = 4
 SECONDS = 30
 ORDERS = 100
 RETRIED = 10
+WORK_ITEMS = 100
 
 
 def speed_of(vehicle: int, second: int) -> float:
@@ -130,6 +134,40 @@ def orders(amqp_url: str, queue: str = "orders") -> int:
     finally:
         conn.close()
     return len(sent)
+
+
+def work_items(bootstrap: str, topic: str = "work-items", group: str = "work-queue") -> list[str]:
+    """Produces 100 new work items to ``topic`` (created with 2 partitions when missing), value
+    ``{"item": "<run>-<n>", "n": n}`` with a new ``<run>`` each call, and sets the share group
+    ``group``'s ``share.auto.offset.reset`` to ``earliest`` (a share group starts at the latest
+    offset otherwise, and would skip items produced before its first member joined). Returns
+    the items' names, so a page's example counts this call's items whatever an earlier run left."""
+    import uuid
+
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    create_topic(bootstrap, topic, 2)
+    entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.incremental_alter_configs(
+            [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]).values():
+        future.result(30)
+    run = uuid.uuid4().hex[:8]
+    items = [f"{run}-{n}" for n in range(WORK_ITEMS)]
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for n, item in enumerate(items):
+        producer.produce(topic, json.dumps({"item": item, "n": n}).encode(), partition=n % 2)
+    left = producer.flush(30)
+    if left:
+        raise RuntimeError(f"{left} work item(s) not delivered to topic {topic!r} within 30 s")
+    return items
 
 
 def main() -> None:

@@ -56,7 +56,7 @@ class Context:
 
 
 TOPICS = {"positions": 2, "speeding": 1, "avro-positions": 1, "avro-sink-positions": 1,
-          "json-schema-positions": 1, "protobuf-positions": 1}
+          "json-schema-positions": 1, "protobuf-positions": 1, "work-items": 2}
 """The pages' topics and their partitions (each page writes to topics of its own)."""
 
 

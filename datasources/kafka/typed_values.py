@@ -43,6 +43,7 @@ import hashlib
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -51,13 +52,23 @@ from pyspark.sql import types as T
 
 from jetspark.datasources.kafka import writer_costs
 from jetspark.errors import JetsparkError, OptionError
+from jetspark.lazy_module import LazyModule
 from jetspark.options import Options
 from jetspark.redaction import redacted_repr
-from jetspark.schemas import json_schema_types, json_values, protobuf_program, protobuf_types, wire
-from jetspark.schemas.avro_program import Program, compile_program, decode
-from jetspark.schemas.avro_types import AvroSchemaError, spark_type
+from jetspark.schemas import json_values, wire
 from jetspark.schemas.registry import RegisteredSchema, RegistryClient, RegistrySettings, SchemaRegistryError
 from jetspark.schemas.subjects import format_option, subject_option, version_option
+
+if TYPE_CHECKING:
+    from jetspark.schemas.avro_program import Program
+
+# The decoders, imported when a typed column is first parsed or decoded: a process that reads
+# bytes only (most source planners and readers) does not import them.
+avro_program = LazyModule("jetspark.schemas.avro_program")
+avro_types = LazyModule("jetspark.schemas.avro_types")
+json_schema_types = LazyModule("jetspark.schemas.json_schema_types")
+protobuf_program = LazyModule("jetspark.schemas.protobuf_program")
+protobuf_types = LazyModule("jetspark.schemas.protobuf_types")
 
 COLUMNS = ("key", "value")
 """The columns that can be typed, in the order their error columns follow the others."""
@@ -160,8 +171,8 @@ class TypedValues:
         message = None
         try:
             if fmt == "avro":
-                data_type, _ = spark_type(reader_text)
-                compile_program(reader_text)  # the reader schema must decode its own records
+                data_type, _ = avro_types.spark_type(reader_text)
+                avro_program.compile_program(reader_text)  # the reader schema must decode its own records
             elif fmt == "protobuf":
                 file = (protobuf_types.load_file(reader_text, lambda _name: None) if inline is not None
                         else protobuf_types.registered_file(client, reader))
@@ -170,7 +181,8 @@ class TypedValues:
                 reader_text, message = protobuf_types.file_set(file), message.full_name
             else:
                 data_type = json_schema_types.spark_type(reader_text)
-        except (AvroSchemaError, json_schema_types.JsonSchemaError, protobuf_types.ProtobufSchemaError) as e:
+        except (avro_types.AvroSchemaError, json_schema_types.JsonSchemaError,
+                protobuf_types.ProtobufSchemaError) as e:
             raise OptionError(f"{column}.schema", reader_text[:200],
                               f"{_FORMATS[fmt].a_schema} Spark can type: {e}") from None
         flatten = opts.boolean(f"{column}.flatten", False)
@@ -230,7 +242,7 @@ class TypedValues:
         if self.registry is None:
             program = _program(self.reader_text, self.reader_text)
             framed = _unframed(values)
-            decoded, codes = decode(program, framed.starts, framed.ends, framed.data)
+            decoded, codes = avro_program.decode(program, framed.starts, framed.ends, framed.data)
             bad = np.flatnonzero((codes != 0) & (framed.schema_ids != wire.NULL))
             reasons.set(bad, [program.reason(int(c)) for c in codes[bad]])
             return decoded, reasons.array()
@@ -246,7 +258,7 @@ class TypedValues:
             except _Unusable as e:
                 reasons.set(at, str(e))
                 continue
-            decoded, codes = decode(program, framed.starts[at], framed.ends[at], framed.data)
+            decoded, codes = avro_program.decode(program, framed.starts[at], framed.ends[at], framed.data)
             bad = np.flatnonzero(codes != 0)
             reasons.set(at[bad], [f"schema id {schema_id}: {program.reason(int(c))}" for c in codes[bad]])
             pieces.append(decoded)
@@ -351,7 +363,7 @@ class TypedValues:
                    else f"schema id {schema_id} cannot be had: {e}")
             if not e.lasting:  # 429: the registry may answer later; this chunk's records are malformed
                 raise _Unusable(_printable(why)) from None
-        except AvroSchemaError as e:
+        except avro_types.AvroSchemaError as e:
             why = f"schema id {schema_id} does not resolve to the reader's schema: {e}"
         except protobuf_types.ProtobufSchemaError as e:
             why = f"schema id {schema_id}: {e}"
@@ -444,7 +456,7 @@ def _program(writer: str, reader: str) -> Program:
     with _PROGRAMS_LOCK:
         found = _PROGRAMS.get(key)
     if found is None:
-        found = compile_program(writer, reader)
+        found = avro_program.compile_program(writer, reader)
         with _PROGRAMS_LOCK:
             _PROGRAMS[key] = found
     return found

@@ -15,13 +15,18 @@ import pytest
 API = ("jetspark.windowing.api", "jetspark.windowing.native", "jetspark.windowing.inputs",
        "jetspark.warm_workers")
 
+#: Typed values' decoders: a planner or reader of bytes has no use for them.
+DECODERS = ("jetspark.schemas.avro_program", "jetspark.schemas.protobuf_program",
+            "jetspark.schemas.protobuf_types", "jetspark.schemas.json_schema_types", "google.protobuf")
+
 CASES = {
     # the data sources' planners, readers and the sink's commit runner: no pandas, no windowing
-    "pyspark_jetkafka": ("pandas", "jetspark.windowing", "jetspark.sinks.kafka.writer"),
+    "pyspark_jetkafka": ("pandas", "jetspark.windowing", "jetspark.sinks.kafka.writer", *DECODERS),
+    "pyspark_jetkafkashare": ("pandas", "jetspark.windowing", *DECODERS),
     "pyspark_jetrabbitmq": ("pandas", "jetspark.windowing"),
     # jetjdbc's commit runner (a Python process on the driver) only commits: no pyarrow, no numpy
     "pyspark_jetjdbc": ("pandas", "jetspark.windowing", "pyarrow", "numpy"),
-    "jetspark.datasources.kafka.source": ("pandas", "jetspark.windowing"),
+    "jetspark.datasources.kafka.source": ("pandas", "jetspark.windowing", *DECODERS),
     "jetspark.datasources.rabbitmq.source": ("pandas", "jetspark.windowing"),
     "jetspark.sinks.jdbc.writer": ("pandas", "jetspark.windowing"),
     # a window's state worker and stage 1 (their plans pickle ops' operations): the stages only

@@ -32,7 +32,7 @@ from tests.integration.scripts.kafkashare_common import (
     produce,
     share_group,
 )
-from tests.integration.scripts.sink_pg import id_counts, prepared_with_prefix
+from tests.integration.scripts.sink_pg import id_counts, prepared_with_prefix, rollback_prepared_in_schema
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,8 @@ def pipeline(tmp_path, kafka_bootstrap, kafka_topic, pg_dsn, pg_schema):
                 "checkpoint": str(tmp_path / "cp"), "pgDsn": pg_dsn, "schema": pg_schema, "table": "out",
                 "sinkId": f"share-{uuid.uuid4().hex[:8]}", "total": N, "absorb": 0}
 
-    return make
+    yield make
+    rollback_prepared_in_schema(pg_dsn, pg_schema)  # a failed test's leftovers would block DROP SCHEMA
 
 
 def _kill(c: dict, fault: str, tmp_path: Path):
@@ -145,8 +146,9 @@ def test_a_plain_share_consumer_beside_the_restarted_query_takes_other_records(p
     then ACCEPTs it), and the rest of the records are produced a chunk at a time, each once the
     previous one is written, so both members are asking when it comes: between them every
     record once, none in both, each member some. (Killed after a batch is in the offset log and
-    before its ACCEPT, its records would come back to either member while the query replays or
-    has written the batch: at least once across members, see the reference page.)"""
+    before its ACCEPT, a record the dead member held may come back to the other member while
+    the query replays or has written the batch: at least once across members, see the
+    reference page.)"""
     c = pipeline(30_000, produced=N // 2)
     _kill(c, "kafkashare.after_acquire@2", tmp_path)
     before = id_counts(c["pgDsn"], c["schema"], "out")  # written by the killed run

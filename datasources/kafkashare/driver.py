@@ -49,6 +49,8 @@ class ShareDriver:
         self._unconfirmed = OffsetSet()
         self._restored = False
         self._polled = False
+        self._target: dict[tuple[str, int], int] | None = None
+        """``Trigger.AvailableNow``: each partition's end offset when the query began."""
 
     @property
     def consumer(self) -> ShareConsumer:
@@ -96,6 +98,8 @@ class ShareDriver:
         self._restore(start)
         self.accept_through(seq)
         msgs = self._poll()
+        if self._target is not None:
+            msgs = self._before_target(msgs)
         if not msgs:
             return start
         faults.point("kafkashare.after_acquire")
@@ -107,6 +111,35 @@ class ShareDriver:
         if self.options.typed:  # a replay decodes with the reader schemas it was planned with
             offset["readers"] = {t.column: t.reader for t in self.options.typed}
         return offset
+
+    def prepare_available_now(self) -> None:
+        """``Trigger.AvailableNow``: the records produced until now are the query's target.
+        Batches go on while polls bring such records, and the last batch's ACCEPT comes with
+        the trigger that finds none (Spark asks for one more batch before it ends the query)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        probe = Consumer({**self.options.reader_kafka, "enable.auto.commit": "false"})
+        try:
+            topics = probe.list_topics(timeout=self.options.kafka_timeout_s).topics
+            self._target = {
+                (topic, p): probe.get_watermark_offsets(TopicPartition(topic, p),
+                                                        timeout=self.options.kafka_timeout_s)[1]
+                for topic in self.options.topics if topic in topics
+                for p in topics[topic].partitions}
+        finally:
+            probe.close()
+
+    def _before_target(self, msgs: list) -> list:
+        """The records produced before ``Trigger.AvailableNow`` began; the later ones are
+        RELEASEd at once (the group hands them out again, to the next run or another member;
+        a record is later than one run's start at most once, so at most one extra delivery)."""
+        within = [m for m in msgs if m.offset() < self._target.get((m.topic(), m.partition()), 0)]
+        later = [m for m in msgs if m.offset() >= self._target.get((m.topic(), m.partition()), 0)]
+        for m in later:
+            self.consumer.acknowledge_offset(m.topic(), m.partition(), m.offset(), AcknowledgeType.RELEASE)
+        if later and not within:  # no batch to carry the RELEASEs: send them now
+            self.consumer.commit_sync(self.options.kafka_timeout_s)
+        return within
 
     def planned(self, start: dict, end: dict) -> None:
         """Spark plans the batch ``end``: one this member did not acquire (a replay after a

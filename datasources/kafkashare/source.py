@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadMaxRows
+from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 
 from jetspark.datasources.kafka.read import RangeSpec, ReadSettings, read_range
 from jetspark.datasources.kafka.schema import spark_schema, typed_spark_schema
@@ -99,7 +99,7 @@ def _settings(options: ShareOptions) -> ReadSettings:
                         chunk_rows=options.chunk_rows, marks=False, typed=options.typed)
 
 
-class ShareStreamReader(DataSourceStreamReader):
+class ShareStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Spark's handle on the share group. The driver state is created on first use and never
     pickled (read tasks get the options, not the consumer)."""
 
@@ -120,6 +120,9 @@ class ShareStreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict:
         return self.driver.initial_offset()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.driver.prepare_available_now()
 
     def getDefaultReadLimit(self):
         return ReadMaxRows(self.options.max_records)

@@ -10,6 +10,7 @@ import pytest
 from jetspark.datasources.kafkashare.source import KafkaShareDataSource
 from tests.integration.scripts.kafkashare_common import (
     PlainShareConsumer,
+    leftovers,
     produce,
     share_group,
     share_group_members,
@@ -166,3 +167,24 @@ def test_a_malformed_value_fails_the_batch_naming_it_with_on_malformed_fail(sspa
     with pytest.raises(StreamingQueryException, match=rf"value of {topic} partition 0 offset 2 did not"):
         _run(sspark, kafka_bootstrap, topic, group, tmp_path, Collector(),
              **{"value.format": "json-schema", "value.schema": ORDER, "value.onMalformed": "fail"})
+
+
+def test_available_now_reads_what_was_there_and_accepts_its_last_batch(sspark, kafka_bootstrap, kafka_topic,
+                                                                       tmp_path):
+    """``Trigger.AvailableNow``: the query ends once the records produced before it are read,
+    and its last batch is ACCEPTed before it ends (Spark asks for one more batch): a new member
+    of the group is handed nothing of them."""
+    topic = kafka_topic(partitions=2)
+    group = share_group(kafka_bootstrap)
+    values = produce(kafka_bootstrap, topic, 30, partitions=2)
+    reader = (sspark.readStream.format("jetkafkashare").option("kafka.bootstrap.servers", kafka_bootstrap)
+              .option("kafka.group.id", group).option("subscribe", topic)
+              .option("maxOffsetsPerTrigger", "20"))
+    out = tmp_path / "out"
+    query = (reader.load().selectExpr("value").writeStream.format("parquet").option("path", str(out))
+             .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None
+    written = [bytes(r.value) for r in sspark.read.parquet(str(out)).collect()]
+    assert Counter(written) == Counter(values)
+    assert leftovers(kafka_bootstrap, group, topic, 2) == []  # every record ACCEPTed, none handed out again

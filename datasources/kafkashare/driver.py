@@ -133,10 +133,14 @@ class ShareDriver:
         """The records produced before ``Trigger.AvailableNow`` began; the later ones are
         RELEASEd at once (the group hands them out again, to the next run or another member;
         a record is later than one run's start at most once, so at most one extra delivery)."""
-        within = [m for m in msgs if m.offset() < self._target.get((m.topic(), m.partition()), 0)]
-        later = [m for m in msgs if m.offset() >= self._target.get((m.topic(), m.partition()), 0)]
-        for m in later:
-            self.consumer.acknowledge_offset(m.topic(), m.partition(), m.offset(), AcknowledgeType.RELEASE)
+        within, later = [], False
+        for m in msgs:
+            if m.offset() < self._target.get((m.topic(), m.partition()), 0):
+                within.append(m)
+            else:
+                later = True
+                self.consumer.acknowledge_offset(m.topic(), m.partition(), m.offset(),
+                                                 AcknowledgeType.RELEASE)
         if later and not within:  # no batch to carry the RELEASEs: send them now
             self.consumer.commit_sync(self.options.kafka_timeout_s)
         return within
